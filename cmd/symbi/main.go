@@ -1,0 +1,87 @@
+// Command symbi compiles agent configurations written in HCL into execution
+// plans and runs them. See README.md and docs/ for the language.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command (see docs/cli.md).
+const (
+	exitOK        = 0
+	exitChanged   = 1 // fmt -check would change files; policy test failures
+	exitInvalid   = 2 // invalid configuration or usage
+	exitStopped   = 3 // denied, budget or limit stop
+	exitFailure   = 4 // runtime failure
+	exitCancelled = 130
+)
+
+// exitError carries an exit code out of a command. Its message, when not
+// empty, has not been printed yet.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func exitWith(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "symbi",
+		Short: "Declare LLM agents in HCL, compile them to reviewable plans, run them under policy",
+		Long: `symbi compiles agent configurations written in HCL (models, tools, policies,
+budgets, recovery strategies, loop settings) into an execution plan, and runs
+the plan as an Observe-Reason-Gate-Act loop in which OPA, Cedar or built-in
+rules decide every action before it happens.
+
+PATH is a .hcl file or a directory; a directory is every *.hcl in it, read as
+one configuration. It defaults to the current directory.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newValidateCmd(),
+		newPlanCmd(),
+		newFmtCmd(),
+		newRunCmd(),
+		newRunsCmd(),
+		newResumeCmd(),
+		newReplCmd(),
+		newPolicyCmd(),
+		newApproveCmd(),
+		newDenyCmd(),
+		newVersionCmd(),
+	)
+	return root
+}
+
+func main() { os.Exit(run(context.Background(), os.Args[1:])) }
+
+// run executes the command line and returns the process exit code; tests
+// call it through testscript.
+func run(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "Error:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "Error:", err)
+	return exitInvalid
+}

@@ -1,0 +1,14 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// Placeholder until the command lands; replaced by its own file's owner.
+func newResumeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "resume",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return exitWith(exitFailure, "symbi resume is not available in this build yet")
+		},
+	}
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// version is set at link time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the symbi version and the plan format it writes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := version
+			if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+				v = info.Main.Version
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "symbi %s (plan format %d)\n", v, plan.FormatVersion)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,15 @@
+// Package plan defines the execution plan: the fully resolved, serialisable
+// value that the compiler (package interp) produces from a configuration and
+// the engine (package interp/engine) runs.
+//
+// A plan is plain data. Every reference is replaced by its target's address
+// ("model.fast"), every default is filled in, every file read is recorded with
+// its sha256, and every deferred expression is kept as source text with its
+// range. Its JSON form is canonical: stable key order, no timestamps, no
+// absolute paths and no secrets, so two compilations of the same files are
+// byte-identical on any machine.
+//
+// This package must not evaluate HCL, read the environment or import any other
+// symbi package: it is the contract between the compiler and everything that
+// consumes plans.
+package plan

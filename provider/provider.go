@@ -1,0 +1,141 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Role of a message in the conversation.
+type Role string
+
+const (
+	System    Role = "system"
+	User      Role = "user"
+	Assistant Role = "assistant"
+	ToolRole  Role = "tool"
+)
+
+// Message is one conversation entry.
+type Message struct {
+	Role       Role       `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant
+	ToolCallID string     `json:"tool_call_id,omitempty"` // tool
+	Name       string     `json:"name,omitempty"`         // tool: the tool's name
+}
+
+// ToolCall is a call the model asks for. Arguments is the raw JSON text the
+// model produced (it may be invalid JSON; the engine validates it).
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Request is one model call.
+type Request struct {
+	Model           string     `json:"model"`
+	Messages        []Message  `json:"messages"`
+	Tools           []ToolSpec `json:"tools,omitempty"`
+	ToolChoice      string     `json:"tool_choice,omitempty"` // auto | required | none | a tool name
+	Temperature     *float64   `json:"temperature,omitempty"`
+	MaxOutputTokens int        `json:"max_output_tokens,omitempty"`
+	JSON            bool       `json:"json,omitempty"` // ask for a JSON object answer
+}
+
+// Usage is what the provider reported for one call.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// Response is one completed turn.
+type Response struct {
+	Content      string     `json:"content,omitempty"`
+	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
+	Usage        Usage      `json:"usage"`
+	UsageKnown   bool       `json:"usage_known"` // false when the provider reported none
+	FinishReason string     `json:"finish_reason,omitempty"`
+}
+
+// Event is a streamed piece of a turn, delivered as it arrives.
+type Event struct {
+	// ContentDelta is text to show now. Tool calls arrive whole in the Response.
+	ContentDelta string
+}
+
+// Model is one configured model endpoint. Stream delivers content deltas to
+// onEvent as they arrive and returns the assembled turn. A turn with neither
+// text nor tool calls is an error of kind EmptyResponse. Implementations are
+// safe for concurrent use.
+type Model interface {
+	Stream(ctx context.Context, req Request, onEvent func(Event)) (Response, error)
+}
+
+// ErrorKind classifies a provider failure.
+type ErrorKind string
+
+const (
+	MissingAPIKey        ErrorKind = "missing_api_key"
+	AuthenticationFailed ErrorKind = "authentication_failed"
+	RateLimited          ErrorKind = "rate_limited"
+	ModelUnavailable     ErrorKind = "model_unavailable"
+	TransportFailed      ErrorKind = "transport_failed"
+	Refusal              ErrorKind = "refusal"
+	Timeout              ErrorKind = "timeout" // one of the four stream timeouts; Error.Detail says which
+	MalformedResponse    ErrorKind = "malformed_response"
+	EmptyResponse        ErrorKind = "empty_response"
+	InvalidRequest       ErrorKind = "invalid_request"
+)
+
+// Error is a typed provider failure. Test the kind with errors.As or Is.
+type Error struct {
+	Kind       ErrorKind
+	Detail     string        // e.g. "first_event" for a Timeout
+	StatusCode int           // HTTP status, when there was one
+	RetryAfter time.Duration // from a 429's Retry-After header
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := string(e.Kind)
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	if e.StatusCode != 0 {
+		msg += fmt.Sprintf(": HTTP %d", e.StatusCode)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches another *Error of the same kind, so errors.Is(err,
+// &provider.Error{Kind: provider.RateLimited}) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Kind == e.Kind && (t.Detail == "" || t.Detail == e.Detail)
+}
+
+// KindOf returns the kind of a provider error, or "" when err is not one.
+func KindOf(err error) ErrorKind {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Kind
+	}
+	return ""
+}
