@@ -2,14 +2,16 @@
 // `go mod tidy` keeps them while the packages that use them are written.
 // It is removed once every dependency has a real importer.
 package main
+
 import (
+	_ "github.com/agext/levenshtein"
 	_ "github.com/cedar-policy/cedar-go"
 	_ "github.com/chzyer/readline"
 	_ "github.com/google/go-cmp/cmp"
-	_ "github.com/hashicorp/hcl/v2/hclwrite"
-	_ "github.com/hashicorp/hcl/v2/ext/typeexpr"
 	_ "github.com/hashicorp/hcl/v2/ext/tryfunc"
+	_ "github.com/hashicorp/hcl/v2/ext/typeexpr"
 	_ "github.com/hashicorp/hcl/v2/gohcl"
+	_ "github.com/hashicorp/hcl/v2/hclwrite"
 	_ "github.com/mattn/go-isatty"
 	_ "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "github.com/open-policy-agent/opa/v1/rego"
@@ -21,7 +23,6 @@ import (
 	_ "github.com/zclconf/go-cty/cty/function/stdlib"
 	_ "go.etcd.io/bbolt"
 	_ "golang.org/x/term"
-	_ "github.com/agext/levenshtein"
 	_ "golang.org/x/tools/txtar"
 )
 
