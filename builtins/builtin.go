@@ -1,0 +1,425 @@
+package builtins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Fact is one subject-predicate-object fact with a confidence in [0, 1].
+type Fact struct {
+	Subject    string  `json:"subject"`
+	Predicate  string  `json:"predicate"`
+	Object     string  `json:"object"`
+	Confidence float64 `json:"confidence"`
+}
+
+// KnowledgeStore is what recall_knowledge and store_knowledge need from a
+// knowledge store.
+type KnowledgeStore interface {
+	Put(ctx context.Context, f Fact) error
+	Recall(ctx context.Context, query string, limit int) ([]Fact, error)
+}
+
+type builtinSpec struct {
+	description string
+	schema      string
+	effect      string
+	idempotent  bool
+	run         func(tb *Toolbox) runFunc
+}
+
+// builtinSpecs is read-only after package initialisation.
+var builtinSpecs = map[string]builtinSpec{
+	"calculator": {
+		description: "Evaluate an arithmetic expression: + - * / % ^, parentheses, unary minus, decimals.",
+		schema:      `{"type":"object","properties":{"expression":{"type":"string","description":"for example (2 + 3) * 4.5 ^ 2"}},"required":["expression"],"additionalProperties":false}`,
+		effect:      "none",
+		idempotent:  true,
+		run:         func(*Toolbox) runFunc { return runCalculator },
+	},
+	"clock": {
+		description: "The current date and time in an IANA time zone (UTC by default).",
+		schema:      `{"type":"object","properties":{"timezone":{"type":"string","description":"IANA zone such as Europe/Berlin"}},"additionalProperties":false}`,
+		effect:      "none",
+		run:         func(tb *Toolbox) runFunc { return tb.runClock },
+	},
+	"read_file": {
+		description: "Read a text file inside the workspace.",
+		schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace"},"offset":{"type":"integer","minimum":0,"description":"byte offset to start at"}},"required":["path"],"additionalProperties":false}`,
+		effect:      "read",
+		idempotent:  true,
+		run:         func(tb *Toolbox) runFunc { return tb.runReadFile },
+	},
+	"list_dir": {
+		description: "List a directory inside the workspace; directories end with /.",
+		schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace; . by default"}},"additionalProperties":false}`,
+		effect:      "read",
+		idempotent:  true,
+		run:         func(tb *Toolbox) runFunc { return tb.runListDir },
+	},
+	"write_file": {
+		description: "Write (or append to) a text file inside the workspace, creating directories as needed.",
+		schema:      `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"append":{"type":"boolean"}},"required":["path","content"],"additionalProperties":false}`,
+		effect:      "write",
+		run:         func(tb *Toolbox) runFunc { return tb.runWriteFile },
+	},
+	"http_get": {
+		description: "Fetch a URL with GET; only allow-listed hosts.",
+		schema:      `{"type":"object","properties":{"url":{"type":"string","description":"http or https URL"}},"required":["url"],"additionalProperties":false}`,
+		effect:      "read",
+		idempotent:  true,
+		run:         func(tb *Toolbox) runFunc { return tb.runHTTPGet },
+	},
+	"delegate": {
+		description: "Hand a task to another agent and return its answer.",
+		schema:      `{"type":"object","properties":{"agent":{"type":"string","description":"the agent's name"},"task":{"type":"string"}},"required":["agent","task"],"additionalProperties":false}`,
+		effect:      "none",
+		run:         func(tb *Toolbox) runFunc { return tb.runDelegate },
+	},
+	"recall_knowledge": {
+		description: "Search the knowledge store for facts relevant to a query.",
+		schema:      `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50}},"required":["query"],"additionalProperties":false}`,
+		effect:      "read",
+		idempotent:  true,
+		run:         func(tb *Toolbox) runFunc { return tb.runRecall },
+	},
+	"store_knowledge": {
+		description: "Store a fact as a subject-predicate-object triple with a confidence.",
+		schema:      `{"type":"object","properties":{"subject":{"type":"string","minLength":1},"predicate":{"type":"string","minLength":1},"object":{"type":"string","minLength":1},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["subject","predicate","object"],"additionalProperties":false}`,
+		effect:      "write",
+		run:         func(tb *Toolbox) runFunc { return tb.runStore },
+	},
+}
+
+// BuiltinNames lists the builtin tools, sorted.
+func BuiltinNames() []string {
+	names := make([]string, 0, len(builtinSpecs))
+	for n := range builtinSpecs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// BuiltinInfo describes a builtin tool (its schema, effect and description),
+// for the compiler to fill into the plan. Name is the builtin's name; Source
+// is "builtin".
+func BuiltinInfo(name string) (Info, bool) {
+	b, ok := builtinSpecs[name]
+	if !ok {
+		return Info{}, false
+	}
+	return Info{
+		Name:        name,
+		Description: b.description,
+		Parameters:  json.RawMessage(b.schema),
+		Effect:      b.effect,
+		Idempotent:  b.idempotent,
+		Source:      "builtin",
+	}, true
+}
+
+func decodeArgs(args json.RawMessage, v any) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(args, v); err != nil {
+		return fail(InvalidArguments, "", err)
+	}
+	return nil
+}
+
+func runCalculator(_ context.Context, args json.RawMessage, _ int) (string, bool, error) {
+	var a struct{ Expression string }
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	v, err := evalArithmetic(a.Expression)
+	if err != nil {
+		return "", false, fail(InvalidArguments, "", err)
+	}
+	return formatNumber(v), false, nil
+}
+
+func (tb *Toolbox) runClock(_ context.Context, args json.RawMessage, _ int) (string, bool, error) {
+	var a struct{ Timezone string }
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	if a.Timezone == "" {
+		a.Timezone = "UTC"
+	}
+	loc, err := time.LoadLocation(a.Timezone)
+	if err != nil {
+		return "", false, fail(InvalidArguments, "", fmt.Errorf("unknown time zone %q", a.Timezone))
+	}
+	t := tb.opts.Now().In(loc)
+	return fmt.Sprintf("%s (%s, %s)", t.Format(time.RFC3339), t.Weekday(), a.Timezone), false, nil
+}
+
+// workspacePath turns the model's path into one relative to the workspace
+// root, refusing anything that leaves it. os.Root then refuses symlinks that
+// lead out.
+func (tb *Toolbox) workspacePath(p string) (*os.Root, string, error) {
+	if tb.opts.Workspace == "" {
+		return nil, "", fail(Error, "", ErrNoWorkspace)
+	}
+	ws, err := filepath.Abs(tb.opts.Workspace)
+	if err != nil {
+		return nil, "", fail(Error, "", err)
+	}
+	rel := filepath.FromSlash(p)
+	if rel == "" {
+		rel = "."
+	}
+	if filepath.IsAbs(rel) {
+		if rel, err = filepath.Rel(ws, rel); err != nil {
+			return nil, "", fail(InvalidArguments, "", fmt.Errorf("%q: %w", p, ErrOutsideWorkspace))
+		}
+	}
+	rel = filepath.Clean(rel)
+	if !filepath.IsLocal(rel) && rel != "." {
+		return nil, "", fail(InvalidArguments, "", fmt.Errorf("%q: %w", p, ErrOutsideWorkspace))
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, "", fail(Error, "", fmt.Errorf("workspace: %w", err))
+	}
+	return root, rel, nil
+}
+
+func (tb *Toolbox) runReadFile(_ context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	var a struct {
+		Path   string
+		Offset int64
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	root, rel, err := tb.workspacePath(a.Path)
+	if err != nil {
+		return "", false, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		return "", false, fail(Error, "", fileError(err, a.Path))
+	}
+	defer f.Close()
+	if a.Offset > 0 {
+		if _, err := f.Seek(a.Offset, io.SeekStart); err != nil {
+			return "", false, fail(Error, "", err)
+		}
+	}
+	return readCapped(f, limit)
+}
+
+// fileError keeps the model's path in the message and drops the absolute
+// workspace path, which the model has no use for.
+func fileError(err error, p string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s %s: %w", pe.Op, p, pe.Err)
+	}
+	return err
+}
+
+func (tb *Toolbox) runListDir(_ context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	var a struct{ Path string }
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	root, rel, err := tb.workspacePath(a.Path)
+	if err != nil {
+		return "", false, err
+	}
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), filepath.ToSlash(rel))
+	if err != nil {
+		return "", false, fail(Error, "", fileError(err, a.Path))
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		if b.Len()+len(name)+1 > limit {
+			return b.String(), true, nil
+		}
+		b.WriteString(name)
+		b.WriteByte('\n')
+	}
+	return b.String(), false, nil
+}
+
+func (tb *Toolbox) runWriteFile(_ context.Context, args json.RawMessage, _ int) (string, bool, error) {
+	var a struct {
+		Path    string
+		Content string
+		Append  bool
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	root, rel, err := tb.workspacePath(a.Path)
+	if err != nil {
+		return "", false, err
+	}
+	defer root.Close()
+	if rel == "." {
+		return "", false, fail(InvalidArguments, "", errors.New("path names the workspace itself, not a file"))
+	}
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return "", false, fail(Error, "", fileError(err, a.Path))
+		}
+	}
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if a.Append {
+		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := root.OpenFile(rel, flag, 0o644)
+	if err != nil {
+		return "", false, fail(Error, "", fileError(err, a.Path))
+	}
+	if _, err := f.WriteString(a.Content); err != nil {
+		f.Close()
+		return "", false, fail(Error, "", fileError(err, a.Path))
+	}
+	if err := f.Close(); err != nil {
+		return "", false, fail(Error, "", fileError(err, a.Path))
+	}
+	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), filepath.ToSlash(rel)), false, nil
+}
+
+// hostAllowed matches a URL's host against the allow-list, with and without
+// its port.
+func hostAllowed(allow []string, u *url.URL) bool {
+	host, hostport := u.Hostname(), u.Host
+	for _, p := range allow {
+		if ok, _ := path.Match(p, host); ok {
+			return true
+		}
+		if ok, _ := path.Match(p, hostport); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (tb *Toolbox) runHTTPGet(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	var a struct{ URL string }
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", false, fail(InvalidArguments, "", fmt.Errorf("%q is not an http(s) URL", a.URL))
+	}
+	if !hostAllowed(tb.opts.HTTPAllowHosts, u) {
+		return "", false, fail(Error, "", fmt.Errorf("%s: %w", u.Host, ErrHostNotAllowed))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", false, fail(InvalidArguments, "", err)
+	}
+	// A redirect must not lead past the allow-list.
+	client := *tb.opts.HTTPClient
+	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("too many redirects")
+		}
+		if !hostAllowed(tb.opts.HTTPAllowHosts, r.URL) {
+			return fail(Error, "", fmt.Errorf("redirect to %s: %w", r.URL.Host, ErrHostNotAllowed))
+		}
+		return nil
+	}
+	return doHTTP(ctx, &client, req, limit)
+}
+
+func (tb *Toolbox) runDelegate(ctx context.Context, args json.RawMessage, _ int) (string, bool, error) {
+	var a struct{ Agent, Task string }
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	if tb.opts.Delegate == nil {
+		return "", false, fail(Error, "", fmt.Errorf("delegation: %w", ErrNotConfigured))
+	}
+	out, err := tb.opts.Delegate(ctx, a.Agent, a.Task)
+	if err != nil {
+		return "", false, err
+	}
+	return out, false, nil
+}
+
+func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	var a struct {
+		Query string
+		Limit int
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return "", false, err
+	}
+	if tb.opts.Knowledge == nil {
+		return "", false, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
+	}
+	if a.Limit == 0 {
+		a.Limit = 5
+	}
+	facts, err := tb.opts.Knowledge.Recall(ctx, a.Query, a.Limit)
+	if err != nil {
+		return "", false, err
+	}
+	if len(facts) == 0 {
+		return "no relevant facts", false, nil
+	}
+	var b strings.Builder
+	for _, f := range facts {
+		line := fmt.Sprintf("%s %s %s (confidence %.2f)\n", f.Subject, f.Predicate, f.Object, f.Confidence)
+		if b.Len()+len(line) > limit {
+			return b.String(), true, nil
+		}
+		b.WriteString(line)
+	}
+	return b.String(), false, nil
+}
+
+func (tb *Toolbox) runStore(ctx context.Context, args json.RawMessage, _ int) (string, bool, error) {
+	var f Fact
+	f.Confidence = 1
+	if err := decodeArgs(args, &f); err != nil {
+		return "", false, err
+	}
+	if tb.opts.Knowledge == nil {
+		return "", false, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
+	}
+	if err := tb.opts.Knowledge.Put(ctx, f); err != nil {
+		return "", false, err
+	}
+	return fmt.Sprintf("stored: %s %s %s", f.Subject, f.Predicate, f.Object), false, nil
+}
+
+// readCapped reads at most limit bytes; truncated says there was more.
+func readCapped(r io.Reader, limit int) (string, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return "", false, fail(Error, "", err)
+	}
+	if len(b) > limit {
+		return cutUTF8(string(b[:limit])), true, nil
+	}
+	return string(b), false, nil
+}

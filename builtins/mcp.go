@@ -1,0 +1,270 @@
+package builtins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// defaultMCPTimeout bounds connecting to a server and listing its tools
+// when the mcp_server block sets no timeout.
+const defaultMCPTimeout = 30 * time.Second
+
+// mcpSession is one connected MCP server.
+type mcpSession struct {
+	address string // "mcp_server.fs"
+	name    string // "fs"
+	srv     plan.MCPServer
+	session *mcp.ClientSession
+	cmd     *exec.Cmd // stdio servers only
+	stderr  *tailWriter
+	tools   []*mcp.Tool
+}
+
+// connectMCP starts (stdio) or reaches (streamable HTTP) a server and lists
+// its tools.
+func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSession, error) {
+	sess := &mcpSession{address: s.Address, name: strings.TrimPrefix(s.Address, "mcp_server."), srv: s}
+	timeout := s.Timeout.Std()
+	if timeout <= 0 {
+		timeout = defaultMCPTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var transport mcp.Transport
+	switch {
+	case len(s.Command) > 0:
+		argv, err := tb.argv(s.Command)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Address, err)
+		}
+		env, err := tb.environ(s.Env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Address, err)
+		}
+		dir := tb.commandDir("", argv)
+		// Not CommandContext: the server lives as long as the toolbox, not
+		// as long as the context that created it. Close ends it.
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = dir
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		sess.stderr = &tailWriter{max: maxStderr}
+		cmd.Stderr = sess.stderr
+		cmd.WaitDelay = waitDelay
+		sess.cmd = cmd
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	case !s.URL.IsZero():
+		u, err := tb.resolve(s.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s: url: %w", s.Address, err)
+		}
+		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: tb.opts.HTTPClient, MaxRetries: -1, DisableStandaloneSSE: true}
+	default:
+		return nil, fmt.Errorf("%s: neither command nor url", s.Address)
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "symbi", Version: "0.1"}, nil)
+	cs, err := client.Connect(cctx, transport, nil)
+	if err != nil {
+		sess.killGroup()
+		return nil, fail(Transport, s.Address, fmt.Errorf("connecting: %w%s", err, sess.stderrSuffix()))
+	}
+	sess.session = cs
+	for t, err := range cs.Tools(cctx, nil) {
+		if err != nil {
+			sess.close()
+			return nil, fail(Transport, s.Address, fmt.Errorf("listing tools: %w%s", err, sess.stderrSuffix()))
+		}
+		sess.tools = append(sess.tools, t)
+	}
+	return sess, nil
+}
+
+func (s *mcpSession) stderrSuffix() string {
+	if s.stderr == nil {
+		return ""
+	}
+	return stderrSuffix(s.stderr.String())
+}
+
+func (s *mcpSession) killGroup() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// close ends the session (for stdio: stdin closed, then SIGTERM, then
+// SIGKILL), then kills what is left of the server's process group: npx and
+// similar launchers leave grandchildren behind otherwise.
+func (s *mcpSession) close() error {
+	var err error
+	if s.session != nil {
+		err = s.session.Close()
+		s.session = nil
+	}
+	s.killGroup()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		err = nil // a server killed on the way out is the expected end
+	}
+	return err
+}
+
+func (s *mcpSession) tool(name string) *mcp.Tool {
+	for _, t := range s.tools {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func (s *mcpSession) toolNames() []string {
+	var out []string
+	for _, t := range s.tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// effectOf maps MCP annotations to an effect: readOnlyHint is read, an
+// explicit destructiveHint is destructive, anything else takes the server
+// block's effect.
+func effectOf(a *mcp.ToolAnnotations, dflt string) string {
+	switch {
+	case a == nil:
+		return dflt
+	case a.ReadOnlyHint:
+		return "read"
+	case a.DestructiveHint != nil && *a.DestructiveHint:
+		return "destructive"
+	}
+	return dflt
+}
+
+// entries are the server's tools, in the server's order, under their own
+// names (NewToolbox renames on collision).
+func (s *mcpSession) entries() ([]*entry, error) {
+	var out []*entry
+	dflt := s.srv.Effect
+	if dflt == "" {
+		dflt = "none"
+	}
+	for _, t := range s.tools {
+		params, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tool %s: schema: %w", s.address, t.Name, err)
+		}
+		schema, err := compileSchema(params)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tool %s: %w", s.address, t.Name, err)
+		}
+		info := Info{
+			Name:        t.Name,
+			Description: t.Description,
+			Parameters:  params,
+			Effect:      effectOf(t.Annotations, dflt),
+			Source:      s.address,
+		}
+		if t.Annotations != nil {
+			info.Idempotent = t.Annotations.IdempotentHint || t.Annotations.ReadOnlyHint
+		}
+		out = append(out, &entry{
+			info:      info,
+			schema:    schema,
+			run:       s.callRun(t.Name),
+			timeout:   s.srv.Timeout.Std(),
+			maxOutput: DefaultMaxOutputBytes,
+		})
+	}
+	return out, nil
+}
+
+// callRun calls one of the server's tools. A tool-level error (isError) is
+// an error failure with the server's message; a JSON-RPC error is error
+// (invalid_arguments for invalid params); a broken connection is transport.
+func (s *mcpSession) callRun(tool string) runFunc {
+	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+		cs := s.session
+		if cs == nil {
+			return "", false, fail(Transport, "", fmt.Errorf("%s is closed", s.address))
+		}
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			var we *jsonrpc.Error
+			switch {
+			case ctx.Err() != nil:
+				return "", false, fail(Timeout, "", err)
+			case errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams:
+				return "", false, fail(InvalidArguments, "", err)
+			case errors.As(err, &we):
+				return "", false, fail(Error, "", err)
+			default:
+				return "", false, fail(Transport, "", fmt.Errorf("%w%s", err, s.stderrSuffix()))
+			}
+		}
+		content, truncated := renderContent(res, limit)
+		if res.IsError {
+			return "", false, fail(Error, "", errors.New(content))
+		}
+		return content, truncated, nil
+	}
+}
+
+// renderContent turns an MCP result into text for the model: text parts as
+// they are, other parts described, structured content as JSON when there is
+// nothing else. Capped at limit bytes.
+func renderContent(res *mcp.CallToolResult, limit int) (string, bool) {
+	var b strings.Builder
+	for i, c := range res.Content {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b.WriteString(c.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(&b, "[image %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(&b, "[audio %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(&b, "[resource %s]", c.URI)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				b.WriteString(c.Resource.Text)
+			} else if c.Resource != nil {
+				fmt.Fprintf(&b, "[resource %s]", c.Resource.URI)
+			}
+		default:
+			raw, _ := json.Marshal(c)
+			b.Write(raw)
+		}
+		if b.Len() > limit {
+			break
+		}
+	}
+	if b.Len() == 0 && res.StructuredContent != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		b.Write(raw)
+	}
+	s := b.String()
+	if len(s) > limit {
+		return cutUTF8(s[:limit]), true
+	}
+	return s, false
+}

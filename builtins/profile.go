@@ -1,0 +1,35 @@
+package builtins
+
+import "path"
+
+// ApplyProfile filters tool names by a tool_profile: a name is kept when it
+// matches an include glob (or include is empty) and no exclude glob. Globs
+// are path.Match patterns (* and ?, and [...] classes). The input order is
+// kept, so the result is deterministic. When more than maxTools names remain
+// (maxTools > 0), the first maxTools are kept: list the tools you care most
+// about first. A malformed pattern matches nothing.
+func ApplyProfile(names []string, include, exclude []string, maxTools int) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if len(include) > 0 && !matchAny(include, n) {
+			continue
+		}
+		if matchAny(exclude, n) {
+			continue
+		}
+		out = append(out, n)
+		if maxTools > 0 && len(out) == maxTools {
+			break
+		}
+	}
+	return out
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,538 @@
+package builtins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// Options are what a Toolbox needs from its surroundings. Everything
+// stateful or environmental is passed in, so tests can drive it.
+type Options struct {
+	// BaseDir is the configuration directory: a command tool's dir and
+	// relative argv[0] are resolved against it.
+	BaseDir string
+	// StateDir holds the dead-letter file. Relative to BaseDir when relative.
+	StateDir string
+	// Workspace is the root read_file, list_dir and write_file are confined
+	// to; BaseDir when empty.
+	Workspace string
+	// HTTPAllowHosts are the hosts http_get may fetch: exact names or
+	// path.Match globs ("*.example.com"), optionally with ":port". Empty
+	// means none.
+	HTTPAllowHosts []string
+	// Resolve turns a deferred plan.String (one calling env(), say) into its
+	// value at call time. Resolved values are secrets: never log them. Nil
+	// resolves only strings known at compile time.
+	Resolve func(plan.String) (string, error)
+	// Knowledge backs recall_knowledge and store_knowledge.
+	Knowledge KnowledgeStore
+	// Delegate runs another agent for the delegate tool.
+	Delegate func(ctx context.Context, target, task string) (string, error)
+	// Now and Sleep drive circuit breakers, cached results and backoff.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a number in [0, 1) for retry jitter; math/rand when nil.
+	Jitter func() float64
+	// HTTPClient sends http tool requests and http_get; a client with no
+	// overall timeout when nil (each call runs under its own context).
+	HTTPClient *http.Client
+}
+
+// Info describes one tool as the model and the policies see it.
+type Info struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"` // JSON Schema
+	Effect      string          `json:"effect"`               // none | read | write | destructive
+	Tags        []string        `json:"tags,omitempty"`
+	Idempotent  bool            `json:"idempotent"`
+	Approval    string          `json:"approval,omitempty"` // never | policy | always
+	Source      string          `json:"source"`             // "tool.x", "builtin", or the mcp_server address
+}
+
+// Result is a tool's successful output.
+type Result struct {
+	Content   string
+	Truncated bool // output reached max_output_bytes and was cut there
+	Elapsed   time.Duration
+	// Tool is the tool that produced Content: a fallback's name when the
+	// fallback strategy answered.
+	Tool string
+	// Cached is set when cached_result answered with an earlier success.
+	Cached bool
+}
+
+// Outcome is one dispatched call's result or failure.
+type Outcome struct {
+	Call   policy.Approved
+	Result Result
+	Err    error
+}
+
+// DefaultMaxOutputBytes caps a tool's output when the plan sets no limit.
+const DefaultMaxOutputBytes = 1 << 20
+
+// runFunc executes one tool. limit is the output cap in bytes.
+type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, truncated bool, err error)
+
+type entry struct {
+	info      Info
+	schema    *jsonschema.Schema
+	run       runFunc
+	timeout   time.Duration
+	maxOutput int
+	breaker   *breaker
+}
+
+// Toolbox holds the tools of one run. It is safe for concurrent use.
+type Toolbox struct {
+	opts     Options
+	tools    map[string]*entry
+	order    []string
+	sessions []*mcpSession
+	cache    *resultCache
+
+	mu          sync.Mutex
+	llmAttempts map[string]int
+	deadMu      sync.Mutex
+}
+
+// NewToolbox connects the MCP servers and prepares every tool: schemas are
+// compiled once here. Tool names are plan addresses without "tool."; an MCP
+// server's tools keep their own names, or become "<server>__<tool>" when the
+// name is taken (by a configured tool or an earlier server). Every tool of
+// every server passed joins the toolbox. Close stops the servers.
+func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer, opts Options) (*Toolbox, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleepContext
+	}
+	if opts.Workspace == "" {
+		opts.Workspace = opts.BaseDir
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	tb := &Toolbox{
+		opts:        opts,
+		tools:       map[string]*entry{},
+		cache:       newResultCache(1024),
+		llmAttempts: map[string]int{},
+	}
+	var err error
+	defer func() {
+		if err != nil {
+			tb.Close()
+		}
+	}()
+	byServer := map[string]*mcpSession{}
+	for _, s := range servers {
+		var sess *mcpSession
+		sess, err = tb.connectMCP(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		tb.sessions = append(tb.sessions, sess)
+		byServer[s.Address] = sess
+	}
+	for _, t := range tools {
+		var e *entry
+		e, err = tb.newEntry(t, byServer)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Address, err)
+		}
+		if _, dup := tb.tools[e.info.Name]; dup {
+			err = fmt.Errorf("%s: duplicate tool name %q", t.Address, e.info.Name)
+			return nil, err
+		}
+		tb.add(e)
+	}
+	for _, sess := range tb.sessions {
+		ents, eerr := sess.entries()
+		if eerr != nil {
+			err = eerr
+			return nil, err
+		}
+		for _, e := range ents {
+			if _, taken := tb.tools[e.info.Name]; taken {
+				e.info.Name = sess.name + "__" + e.info.Name
+			}
+			if _, taken := tb.tools[e.info.Name]; taken {
+				err = fmt.Errorf("%s: tool name %q is taken twice", sess.address, e.info.Name)
+				return nil, err
+			}
+			tb.add(e)
+		}
+	}
+	return tb, nil
+}
+
+func (tb *Toolbox) add(e *entry) {
+	tb.tools[e.info.Name] = e
+	tb.order = append(tb.order, e.info.Name)
+}
+
+// newEntry prepares one configured tool.
+func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry, error) {
+	e := &entry{
+		info: Info{
+			Name:        strings.TrimPrefix(t.Address, "tool."),
+			Description: t.Description,
+			Parameters:  t.Parameters,
+			Effect:      t.Effect,
+			Tags:        t.Tags,
+			Idempotent:  t.Idempotent,
+			Approval:    t.Approval,
+			Source:      t.Address,
+		},
+		timeout:   t.Timeout.Std(),
+		maxOutput: t.MaxOutputBytes,
+	}
+	if e.maxOutput <= 0 {
+		e.maxOutput = DefaultMaxOutputBytes
+	}
+	switch t.Executor.Kind {
+	case "builtin":
+		b, ok := builtinSpecs[t.Executor.Builtin]
+		if !ok {
+			return nil, fmt.Errorf("unknown builtin %q (have %s)", t.Executor.Builtin, strings.Join(BuiltinNames(), ", "))
+		}
+		if len(e.info.Parameters) == 0 {
+			e.info.Parameters = json.RawMessage(b.schema)
+		}
+		if e.info.Effect == "" {
+			e.info.Effect = b.effect
+		}
+		if e.info.Description == "" {
+			e.info.Description = b.description
+		}
+		e.run = b.run(tb)
+	case "command":
+		if t.Executor.Command == nil {
+			return nil, errors.New("command executor without a command block")
+		}
+		e.run = tb.commandRun(*t.Executor.Command)
+	case "http":
+		if t.Executor.HTTP == nil {
+			return nil, errors.New("http executor without an http block")
+		}
+		e.run = tb.httpRun(*t.Executor.HTTP)
+	case "mcp":
+		m := t.Executor.MCP
+		if m == nil {
+			return nil, errors.New("mcp executor without an mcp block")
+		}
+		sess := servers[m.Server]
+		if sess == nil {
+			return nil, fmt.Errorf("mcp server %s was not passed to the toolbox", m.Server)
+		}
+		mt := sess.tool(m.Tool)
+		if mt == nil {
+			return nil, fmt.Errorf("%s has no tool %q (it has %s)", m.Server, m.Tool, strings.Join(sess.toolNames(), ", "))
+		}
+		if len(e.info.Parameters) == 0 {
+			raw, err := json.Marshal(mt.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("%s: tool %s: schema: %w", m.Server, m.Tool, err)
+			}
+			e.info.Parameters = raw
+		}
+		if e.info.Description == "" {
+			e.info.Description = mt.Description
+		}
+		if e.info.Effect == "" {
+			e.info.Effect = effectOf(mt.Annotations, sess.srv.Effect)
+		}
+		e.run = sess.callRun(m.Tool)
+	default:
+		return nil, fmt.Errorf("unknown executor kind %q", t.Executor.Kind)
+	}
+	if e.info.Effect == "" {
+		e.info.Effect = "none"
+	}
+	s, err := compileSchema(e.info.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	e.schema = s
+	if t.CircuitBreaker != nil {
+		e.breaker = newBreaker(*t.CircuitBreaker, tb.opts.Now)
+	}
+	return e, nil
+}
+
+// Tools lists every tool in a stable order: configured tools as given, then
+// each server's tools in the server's order.
+func (tb *Toolbox) Tools() []Info {
+	out := make([]Info, 0, len(tb.order))
+	for _, n := range tb.order {
+		out = append(out, tb.tools[n].info)
+	}
+	return out
+}
+
+// Names lists the tool names in the order of Tools, for ApplyProfile.
+func (tb *Toolbox) Names() []string { return append([]string(nil), tb.order...) }
+
+// Info describes one tool.
+func (tb *Toolbox) Info(name string) (Info, bool) {
+	e, ok := tb.tools[name]
+	if !ok {
+		return Info{}, false
+	}
+	return e.info, true
+}
+
+// BreakerState reports a tool's circuit breaker state; false when the tool
+// has no breaker.
+func (tb *Toolbox) BreakerState(name string) (BreakerState, bool) {
+	e, ok := tb.tools[name]
+	if !ok || e.breaker == nil {
+		return "", false
+	}
+	return e.breaker.State(), true
+}
+
+// Validate checks arguments against the tool's JSON Schema; the engine calls
+// it before the gate. The error is a *Failure of kind invalid_arguments whose
+// message says exactly what is wrong, for the model to correct.
+func (tb *Toolbox) Validate(name string, args json.RawMessage) error {
+	e, err := tb.lookup(name)
+	if err != nil {
+		return err
+	}
+	if err := validateArgs(e.schema, args); err != nil {
+		return fail(InvalidArguments, name, err)
+	}
+	return nil
+}
+
+func (tb *Toolbox) lookup(name string) (*entry, error) {
+	e, ok := tb.tools[name]
+	if !ok {
+		msg := fmt.Errorf("%w %q", ErrUnknownTool, name)
+		if len(tb.order) > 0 {
+			msg = fmt.Errorf("%w %q (available: %s)", ErrUnknownTool, name, strings.Join(tb.order, ", "))
+		}
+		return nil, fail(InvalidArguments, name, msg)
+	}
+	return e, nil
+}
+
+// Call runs one approved tool call, under the tool's timeout and circuit
+// breaker. It is the only way to run a tool. A delegate action runs the
+// delegate tool. Every failure is a *Failure.
+func (tb *Toolbox) Call(ctx context.Context, call policy.Approved) (Result, error) {
+	return tb.callApproved(ctx, call, 0)
+}
+
+func (tb *Toolbox) callApproved(ctx context.Context, call policy.Approved, timeout time.Duration) (Result, error) {
+	if !call.Valid() {
+		return Result{}, fail(Error, "", ErrNotApproved)
+	}
+	name, args, err := toolCallOf(call.Action())
+	if err != nil {
+		return Result{}, err
+	}
+	return tb.call(ctx, name, args, timeout)
+}
+
+func toolCallOf(a policy.Action) (string, json.RawMessage, error) {
+	switch a.Type {
+	case policy.ToolCall:
+		return a.Tool, a.Arguments, nil
+	case policy.Delegate:
+		b, err := json.Marshal(map[string]string{"agent": a.Target, "task": a.Task})
+		return "delegate", b, err
+	}
+	return "", nil, fail(Error, a.Tool, fmt.Errorf("a %s action does not run a tool", a.Type))
+}
+
+func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (Result, error) {
+	e, err := tb.lookup(name)
+	if err != nil {
+		return Result{}, err
+	}
+	// Validated again here because a policy's modify decision may have
+	// rewritten the arguments after the engine's check.
+	if err := validateArgs(e.schema, args); err != nil {
+		return Result{}, fail(InvalidArguments, name, err)
+	}
+	probe := false
+	if e.breaker != nil {
+		p, err := e.breaker.allow()
+		if err != nil {
+			return Result{}, fail(CircuitOpen, name, err)
+		}
+		probe = p
+	}
+	t := e.timeout
+	if timeout > 0 && (t <= 0 || timeout < t) {
+		t = timeout
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if t > 0 {
+		cctx, cancel = context.WithTimeout(ctx, t)
+	}
+	defer cancel()
+	start := time.Now()
+	content, truncated, err := e.run(cctx, args, e.maxOutput)
+	elapsed := time.Since(start)
+	if err != nil {
+		f, o := classify(ctx, cctx, name, t, err)
+		if e.breaker != nil {
+			e.breaker.done(probe, o)
+		}
+		return Result{Elapsed: elapsed, Tool: name}, f
+	}
+	if e.breaker != nil {
+		e.breaker.done(probe, succeeded)
+	}
+	r := Result{Content: content, Truncated: truncated, Elapsed: elapsed, Tool: name}
+	tb.cache.put(name+" "+canonicalJSON(args), r, tb.opts.Now())
+	return r, nil
+}
+
+// classify turns an executor's error into a *Failure and says how the
+// breaker should count it.
+func classify(parent, ctx context.Context, name string, timeout time.Duration, err error) (*Failure, outcome) {
+	if parent.Err() != nil {
+		// The caller gave up; that says nothing about the tool.
+		return fail(Error, name, fmt.Errorf("cancelled: %w", err)), notCounted
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		if f.Tool == "" {
+			f.Tool = name
+		}
+		if f.Kind == InvalidArguments {
+			return f, notCounted
+		}
+		return f, failed
+	}
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		return fail(Timeout, name, fmt.Errorf("no result within %s: %w", timeout, err)), failed
+	}
+	return fail(Error, name, err), failed
+}
+
+// Dispatch runs approved calls concurrently, at most maxConcurrent at a time
+// (all at once when maxConcurrent <= 0), each under timeout (none when
+// <= 0) and the tool's own timeout, whichever is shorter. Outcomes are in
+// call order, whatever the completion order.
+func (tb *Toolbox) Dispatch(ctx context.Context, calls []policy.Approved, maxConcurrent int, timeout time.Duration) []Outcome {
+	out := make([]Outcome, len(calls))
+	if maxConcurrent <= 0 || maxConcurrent > len(calls) {
+		maxConcurrent = len(calls)
+	}
+	sem := make(chan struct{}, max(maxConcurrent, 1))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		out[i].Call = c
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			name, _, _ := toolCallOf(c.Action())
+			out[i].Err = fail(Error, name, fmt.Errorf("cancelled before it started: %w", ctx.Err()))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i].Result, out[i].Err = tb.callApproved(ctx, c, timeout)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Close stops every MCP server; no process is left behind.
+func (tb *Toolbox) Close() error {
+	var errs []error
+	for _, s := range tb.sessions {
+		errs = append(errs, s.close())
+	}
+	tb.sessions = nil
+	return errors.Join(errs...)
+}
+
+func (tb *Toolbox) resolve(s plan.String) (string, error) {
+	if s.Deferred == nil {
+		return s.Value, nil
+	}
+	if tb.opts.Resolve == nil {
+		return "", fmt.Errorf("deferred expression at %s: %w (no resolver)", s.Deferred.Range, ErrNotConfigured)
+	}
+	v, err := tb.opts.Resolve(s)
+	if err != nil {
+		// The error names the expression's place, never a value.
+		return "", fmt.Errorf("deferred expression at %s: %w", s.Deferred.Range, err)
+	}
+	return v, nil
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// resultCache keeps the last success per tool and canonical arguments, for
+// cached_result. It is bounded: the oldest key goes first.
+type resultCache struct {
+	mu    sync.Mutex
+	max   int
+	items map[string]cachedResult
+	fifo  []string
+}
+
+type cachedResult struct {
+	result Result
+	at     time.Time
+}
+
+func newResultCache(max int) *resultCache {
+	return &resultCache{max: max, items: map[string]cachedResult{}}
+}
+
+func (c *resultCache) put(key string, r Result, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; !ok {
+		if len(c.fifo) >= c.max {
+			delete(c.items, c.fifo[0])
+			c.fifo = c.fifo[1:]
+		}
+		c.fifo = append(c.fifo, key)
+	}
+	c.items[key] = cachedResult{result: r, at: at}
+}
+
+func (c *resultCache) get(key string) (cachedResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.items[key]
+	return r, ok
+}
