@@ -1,0 +1,298 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// clock is a test clock that advances one second per reading, so every Put
+// gets a distinct, predictable time.
+func clock() func() time.Time {
+	var mu sync.Mutex
+	now := t0
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+}
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := OpenWith(filepath.Join(t.TempDir(), "nested", "dir", "knowledge.db"), Options{Now: clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func put(t *testing.T, s *Store, facts ...Fact) {
+	t.Helper()
+	for _, f := range facts {
+		if err := s.Put(context.Background(), f); err != nil {
+			t.Fatalf("Put(%v): %v", f, err)
+		}
+	}
+}
+
+func TestPutUpdatesTheSameTriple(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	put(t, s,
+		Fact{Subject: "Earth", Predicate: "has", Object: "one moon", Confidence: 0.5, Source: "run-1"},
+		Fact{Subject: " earth", Predicate: "HAS", Object: "one  moon ", Confidence: 0.95, Source: "run-2"},
+		Fact{Subject: "Mars", Predicate: "has", Object: "two moons", Confidence: 0.9},
+	)
+	got, err := s.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Fact{
+		{Subject: " earth", Predicate: "HAS", Object: "one  moon ", Confidence: 0.95, Source: "run-2", CreatedAt: t0.Add(2 * time.Second)},
+		{Subject: "Mars", Predicate: "has", Object: "two moons", Confidence: 0.9, CreatedAt: t0.Add(3 * time.Second)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("All() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPutRejectsInvalidFacts(t *testing.T) {
+	s := openTest(t)
+	for _, f := range []Fact{
+		{Predicate: "p", Object: "o", Confidence: 1},
+		{Subject: "s", Predicate: " ", Object: "o", Confidence: 1},
+		{Subject: "s", Predicate: "p", Confidence: 1},
+		{Subject: "s", Predicate: "p", Object: "o", Confidence: 1.5},
+		{Subject: "s", Predicate: "p", Object: "o", Confidence: -0.1},
+	} {
+		if err := s.Put(context.Background(), f); !errors.Is(err, ErrInvalidFact) {
+			t.Errorf("Put(%+v) = %v, want ErrInvalidFact", f, err)
+		}
+	}
+}
+
+func TestPutKeepsGivenTime(t *testing.T) {
+	s := openTest(t)
+	at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600))
+	put(t, s, Fact{Subject: "s", Predicate: "p", Object: "o", Confidence: 1, CreatedAt: at})
+	got, _ := s.All(context.Background())
+	if !got[0].CreatedAt.Equal(at) || got[0].CreatedAt.Location() != time.UTC {
+		t.Fatalf("CreatedAt = %v, want %v in UTC", got[0].CreatedAt, at)
+	}
+}
+
+func TestRecallRanksByRelevanceThenRecency(t *testing.T) {
+	s := openTest(t)
+	put(t, s,
+		Fact{Subject: "Paris", Predicate: "is the capital of", Object: "France", Confidence: 1},
+		Fact{Subject: "France", Predicate: "borders", Object: "Spain", Confidence: 1},
+		Fact{Subject: "Lyon", Predicate: "is a city in", Object: "France", Confidence: 0.5},
+		Fact{Subject: "Berlin", Predicate: "is the capital of", Object: "Germany", Confidence: 1},
+		Fact{Subject: "Madrid", Predicate: "is in", Object: "Spain", Confidence: 1},
+	)
+	got, err := s.Recall(context.Background(), "What is the capital of France?", 3, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, g := range got {
+		texts = append(texts, fmt.Sprintf("%s %.4f", g.Text(), g.Score))
+	}
+	// Query words {capital, france}. Paris fact: words {paris, capital, france}:
+	// 0.8*1 + 0.2*2/3. Berlin fact: {berlin, capital, germany}: 0.8*0.5 + 0.2*1/4.
+	// France borders Spain: {france, borders, spain}: same as Berlin, but newer.
+	// Lyon: {lyon, city, france} at confidence 0.5: 0.5*(0.4+0.05) = 0.225 < 0.3.
+	want := []string{
+		"Paris is the capital of France 0.9333",
+		"Berlin is the capital of Germany 0.4500",
+		"France borders Spain 0.4500",
+	}
+	if diff := cmp.Diff(want, texts); diff != "" {
+		t.Fatalf("Recall mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRecallLimitAndEmptyQuery(t *testing.T) {
+	s := openTest(t)
+	put(t, s,
+		Fact{Subject: "alpha", Predicate: "x", Object: "go", Confidence: 1},
+		Fact{Subject: "beta", Predicate: "x", Object: "go", Confidence: 1},
+	)
+	got, err := s.Recall(context.Background(), "go", 1, 0)
+	if err != nil || len(got) != 1 || got[0].Subject != "beta" {
+		t.Fatalf("Recall limit 1 = %v, %v; want the newer fact only", got, err)
+	}
+	got, err = s.Recall(context.Background(), "go", 0, 0)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Recall limit 0 = %v, %v; want both facts", got, err)
+	}
+	got, err = s.Recall(context.Background(), "the of ?", 5, 0)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Recall with no words = %v, %v; want nothing", got, err)
+	}
+}
+
+func TestRecallCancelled(t *testing.T) {
+	s := openTest(t)
+	put(t, s, Fact{Subject: "a", Predicate: "b", Object: "c", Confidence: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Recall(ctx, "c", 5, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Recall on a cancelled context = %v, want context.Canceled", err)
+	}
+	if err := s.Put(ctx, Fact{Subject: "a", Predicate: "b", Object: "c", Confidence: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put on a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+func TestReopenKeepsFacts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, Fact{Subject: "a", Predicate: "b", Object: "c", Confidence: 1})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.All(context.Background())
+	if err != nil || len(got) != 1 || got[0].Object != "c" {
+		t.Fatalf("after reopening: %v, %v", got, err)
+	}
+}
+
+func TestOpenRejectsAFileThatIsNotAStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.db")
+	junk := make([]byte, 8192)
+	copy(junk, "this is a text file, not a bbolt database")
+	if err := os.WriteFile(path, junk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open(junk) = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestOpenLockedStoreFailsInsteadOfHanging(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := OpenWith(path, Options{Timeout: 10 * time.Millisecond}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+}
+
+func TestConcurrentPutAndRecall(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs <- s.Put(ctx, Fact{Subject: fmt.Sprintf("agent%d", i), Predicate: "knows", Object: "go", Confidence: 1})
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := s.Recall(ctx, "knows go", 3, 0)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, _ := s.All(ctx)
+	if len(all) != 8 {
+		t.Fatalf("stored %d facts, want 8", len(all))
+	}
+}
+
+func TestRelevance(t *testing.T) {
+	for _, tc := range []struct {
+		query, text string
+		conf, want  float64
+	}{
+		{"capital France", "Paris is the capital of France", 1, 0.8 + 0.2*2.0/3},
+		{"capital France", "Paris is the capital of France", 0.5, 0.5 * (0.8 + 0.2*2.0/3)},
+		{"capital France", "Berlin", 1, 0},
+		{"", "anything", 1, 0},
+		{"go", "Go", 2, 1},           // confidence clamps to 1
+		{"go", "go", -1, 0},          // and to 0
+		{"Go-1.26", "go 1 26", 1, 1}, // punctuation separates words
+	} {
+		if got := Relevance(tc.query, tc.text, tc.conf); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tc.want) {
+			t.Errorf("Relevance(%q, %q, %v) = %v, want %v", tc.query, tc.text, tc.conf, got, tc.want)
+		}
+	}
+}
+
+func TestDecodeFact(t *testing.T) {
+	good, _ := encodeFact(Fact{Subject: "s", Predicate: "p", Object: "o", Confidence: 0.5, CreatedAt: t0})
+	if f, err := decodeFact(good); err != nil || f.Subject != "s" {
+		t.Fatalf("decodeFact(good) = %v, %v", f, err)
+	}
+	for _, bad := range []string{
+		``, `{`, `[]`, `{"v":2,"subject":"s","predicate":"p","object":"o","confidence":1,"created_at":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"subject":"","predicate":"p","object":"o","confidence":1,"created_at":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"subject":"s","predicate":"p","object":"o","confidence":7,"created_at":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"subject":"s","predicate":"p","object":"o","confidence":1,"created_at":"2026-01-01T00:00:00Z","extra":1}`,
+		`{"v":1,"subject":"s","predicate":"p","object":"o","confidence":1,"created_at":"2026-01-01T00:00:00Z"} {}`,
+	} {
+		if _, err := decodeFact([]byte(bad)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("decodeFact(%q) = %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
+
+func FuzzDecodeFact(f *testing.F) {
+	good, _ := encodeFact(Fact{Subject: "s", Predicate: "p", Object: "o", Confidence: 0.5, CreatedAt: t0})
+	f.Add(good)
+	f.Add([]byte(`{"v":1}`))
+	f.Add([]byte(`{"v":1,"confidence":"NaN"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fact, err := decodeFact(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decodeFact error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		if err := fact.Validate(); err != nil {
+			t.Fatalf("decodeFact accepted an invalid fact: %v", err)
+		}
+		// A decoded fact must survive a round trip unchanged.
+		again, err := encodeFact(fact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeFact(again)
+		if err != nil || !cmp.Equal(back, fact) {
+			t.Fatalf("round trip changed %+v into %+v (%v)", fact, back, err)
+		}
+	})
+}
