@@ -1,8 +1,13 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
 	"time"
 )
 
@@ -92,4 +97,136 @@ type Decision struct {
 // never lets an error through as an allow.
 type Gate interface {
 	Decide(ctx context.Context, in Input) Decision
+}
+
+// valid reports whether t is one of the four action types.
+func (t ActionType) valid() bool {
+	switch t {
+	case ToolCall, Delegate, Respond, Terminate:
+		return true
+	}
+	return false
+}
+
+// ParseAction reads an action object as written in a policy_test block or on
+// the command line (`--action '{"type":"tool_call","tool":"shell",...}'`).
+// A "tool." or "agent." prefix on tool and target is dropped, so an address
+// works where a name is expected.
+func ParseAction(raw []byte) (Action, error) {
+	var a Action
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return Action{}, fmt.Errorf("action: %w", err)
+	}
+	if dec.More() {
+		return Action{}, errors.New("action: trailing data after the JSON object")
+	}
+	if a.Type == "" {
+		a.Type = ToolCall
+	}
+	a.Tool = strings.TrimPrefix(a.Tool, "tool.")
+	a.Target = strings.TrimPrefix(a.Target, "agent.")
+	if err := a.check(); err != nil {
+		return Action{}, err
+	}
+	return a, nil
+}
+
+// check reports an action that no policy could sensibly decide.
+func (a Action) check() error {
+	if !a.Type.valid() {
+		return fmt.Errorf("action: unknown type %q (want tool_call, delegate, respond or terminate)", a.Type)
+	}
+	if a.Type == ToolCall && a.Tool == "" {
+		return errors.New("action: a tool_call needs a tool")
+	}
+	if a.Type == Delegate && a.Target == "" {
+		return errors.New("action: a delegate needs a target")
+	}
+	if len(a.Arguments) > 0 {
+		if _, err := argumentsObject(a.Arguments); err != nil {
+			return fmt.Errorf("action: arguments: %w", err)
+		}
+	}
+	return nil
+}
+
+// argumentsObject decodes a JSON object of arguments, keeping numbers exact.
+// Empty input is an empty object.
+func argumentsObject(raw json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{}, nil
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("want a JSON object, got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+// decodeJSON decodes exactly one JSON value with numbers kept as json.Number.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// subject is the name and arguments the built-in rules match against. A
+// tool call is its tool; the other actions are named by their type, with
+// their fields as arguments, so "delegate:target=critic" and
+// "respond:content=*password*" read like tool patterns.
+func (a Action) subject() (string, map[string]any, error) {
+	switch a.Type {
+	case ToolCall:
+		args, err := argumentsObject(a.Arguments)
+		return a.Tool, args, err
+	case Delegate:
+		return string(Delegate), map[string]any{"target": a.Target, "task": a.Task}, nil
+	case Respond:
+		return string(Respond), map[string]any{"content": a.Content}, nil
+	case Terminate:
+		return string(Terminate), map[string]any{"reason": a.Reason}, nil
+	}
+	return "", nil, fmt.Errorf("unknown action type %q", a.Type)
+}
+
+// String names the action for reasons and prompts: `tool_call "shell"`.
+func (a Action) String() string {
+	switch a.Type {
+	case ToolCall:
+		return fmt.Sprintf("tool_call %q", a.Tool)
+	case Delegate:
+		return fmt.Sprintf("delegate to %q", a.Target)
+	}
+	return string(a.Type)
 }

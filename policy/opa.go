@@ -1,0 +1,214 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/util"
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// OPA decides with Rego v1 modules. The query is compiled and prepared once,
+// in NewOPA; Decide only builds the input document and evaluates, so one OPA
+// serves every goroutine of a run.
+type OPA struct {
+	address  string
+	query    string
+	modules  map[string]*ast.Module // by path
+	sources  map[string]string      // by path, for the Rego test runner
+	data     map[string]any
+	store    storage.Store
+	prepared rego.PreparedEvalQuery
+}
+
+// NewOPA loads, compiles and prepares an OPA policy. Files are read through
+// plan.FileRef.Load, so a plan never runs a module that changed after it was
+// compiled. Every problem is reported, each with its file and line.
+func NewOPA(ctx context.Context, address string, pol plan.OPAPolicy, baseDir string) (*OPA, error) {
+	o := &OPA{address: address, query: pol.Query, modules: map[string]*ast.Module{}, sources: map[string]string{}}
+	var errs LoadErrors
+	if len(pol.Modules) == 0 {
+		errs = append(errs, &LoadError{Policy: address, Err: errors.New("opa: no modules")})
+	}
+	for _, ref := range pol.Modules {
+		text, err := ref.Load(baseDir)
+		if err != nil {
+			errs = append(errs, &LoadError{Policy: address, File: ref.Path, Err: err})
+			continue
+		}
+		m, err := ast.ParseModuleWithOpts(ref.Path, string(text), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			errs = append(errs, regoErrors(address, ref.Path, err)...)
+			continue
+		}
+		o.modules[ref.Path] = m
+		o.sources[ref.Path] = string(text)
+	}
+	data := map[string]any{}
+	if pol.Data != nil {
+		var err error
+		if data, err = loadData(*pol.Data, baseDir); err != nil {
+			errs = append(errs, &LoadError{Policy: address, File: pol.Data.Path, Line: jsonErrorLine(err, *pol.Data, baseDir), Err: err})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if compiler.Compile(o.modules); compiler.Failed() {
+		return nil, regoErrors(address, "", compiler.Errors)
+	}
+	query, err := ast.ParseRef(pol.Query)
+	if err != nil || !query.HasPrefix(ast.DefaultRootRef) {
+		return nil, LoadErrors{{Policy: address, Err: fmt.Errorf("opa: query %q is not a reference into data, like data.symbi.gate.decision", pol.Query)}}
+	}
+	if len(compiler.GetRules(query)) == 0 && !dataHas(data, query) {
+		return nil, LoadErrors{{Policy: address, Err: fmt.Errorf("opa: %w: %s is defined by no rule in %s and no data", ErrUndefinedQuery, pol.Query, modulePaths(o.modules))}}
+	}
+	o.data = data
+	o.store = inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false))
+	o.prepared, err = rego.New(
+		rego.ParsedQuery(ast.NewBody(ast.NewExpr(ast.NewTerm(query)))),
+		rego.Compiler(compiler),
+		rego.Store(o.store),
+		rego.SetRegoVersion(ast.RegoV1),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return nil, regoErrors(address, "", err)
+	}
+	return o, nil
+}
+
+// Decide evaluates the prepared query. An undefined result, an evaluation
+// error and a result of the wrong shape are all denies.
+func (o *OPA) Decide(ctx context.Context, in Input) Decision {
+	return o.decide(ctx, in, nil)
+}
+
+func (o *OPA) decide(ctx context.Context, in Input, tracer topdown.QueryTracer) Decision {
+	input, err := inputValue(in)
+	if err != nil {
+		return o.deny("opa: building the input: %v", err)
+	}
+	opts := []rego.EvalOption{rego.EvalParsedInput(input)}
+	if tracer != nil {
+		opts = append(opts, rego.EvalQueryTracer(tracer))
+	}
+	rs, err := o.prepared.Eval(ctx, opts...)
+	if err != nil {
+		return o.deny("opa: %v", err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return o.deny("opa: %s is undefined for this input (an undefined decision is a deny)", o.query)
+	}
+	d, err := decodeDecision(rs[0].Expressions[0].Value)
+	if err != nil {
+		return o.deny("opa: %s: %v", o.query, err)
+	}
+	d.Engine = "opa"
+	return d
+}
+
+func (o *OPA) deny(format string, args ...any) Decision {
+	return Decision{Outcome: Deny, Reason: fmt.Sprintf(format, args...), Engine: "opa"}
+}
+
+// explain decides with a trace of the evaluation, for `policy eval --explain`.
+func (o *OPA) explain(ctx context.Context, in Input, w io.Writer) Decision {
+	buf := topdown.NewBufferTracer()
+	d := o.decide(ctx, in, buf)
+	topdown.PrettyTraceWithLocation(w, *buf)
+	return d
+}
+
+// regoErrors turns OPA's errors into LoadErrors with file and line, so the
+// message reads "policies/tools.rego:12: rego_parse_error: ...".
+func regoErrors(address, file string, err error) LoadErrors {
+	var astErrs ast.Errors
+	if !errors.As(err, &astErrs) {
+		var one *ast.Error
+		if !errors.As(err, &one) {
+			return LoadErrors{{Policy: address, File: file, Err: fmt.Errorf("opa: %w", err)}}
+		}
+		astErrs = ast.Errors{one}
+	}
+	out := make(LoadErrors, 0, len(astErrs))
+	for _, e := range astErrs {
+		le := &LoadError{Policy: address, File: file, Err: fmt.Errorf("%s: %s", e.Code, e.Message)}
+		if e.Location != nil {
+			if e.Location.File != "" {
+				le.File = e.Location.File
+			}
+			le.Line = e.Location.Row
+		}
+		out = append(out, le)
+	}
+	return out
+}
+
+func loadData(ref plan.FileRef, baseDir string) (map[string]any, error) {
+	b, err := ref.Load(baseDir)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := util.UnmarshalJSON(b, &v); err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("data: want a JSON object at the top, got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+// jsonErrorLine finds the line of a JSON syntax error, when there is one.
+func jsonErrorLine(err error, ref plan.FileRef, baseDir string) int {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return 0
+	}
+	b, lerr := ref.Load(baseDir)
+	if lerr != nil || se.Offset > int64(len(b)) {
+		return 0
+	}
+	return bytes.Count(b[:se.Offset], []byte("\n")) + 1
+}
+
+// dataHas reports whether the data document defines the path of ref.
+func dataHas(data map[string]any, ref ast.Ref) bool {
+	var cur any = data
+	for _, t := range ref[1:] {
+		key, ok := t.Value.(ast.String)
+		if !ok {
+			return true // a computed key: leave it to evaluation
+		}
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		if cur, ok = m[string(key)]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func modulePaths(m map[string]*ast.Module) string {
+	paths := make([]string, 0, len(m))
+	for p := range m {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	return fmt.Sprint(paths)
+}

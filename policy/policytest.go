@@ -1,0 +1,208 @@
+package policy
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// TestResult is the outcome of one policy_test block or one Rego test_ rule.
+type TestResult struct {
+	Name     string // "policy_test.no_sudo", or "policy.rego data.symbi.gate.test_x"
+	Kind     string // policy_test | rego
+	Location string // file:line
+	Passed   bool
+	Skipped  bool   // a Rego todo_test_ rule
+	Message  string // what was decided, or why it failed
+	Elapsed  time.Duration
+}
+
+// RunTests runs every policy_test block of the plan, then the Rego test_
+// rules of every OPA policy's modules (with the policy's data). A policy
+// that does not load fails the tests that need it, with the load error.
+func RunTests(ctx context.Context, p *plan.Plan, baseDir string) []TestResult {
+	type loaded struct {
+		gate Gate
+		err  error
+	}
+	gates := map[string]loaded{}
+	gate := func(addr string) (Gate, error) {
+		l, ok := gates[addr]
+		if !ok {
+			l.gate, l.err = FromPlan(ctx, p, addr, baseDir)
+			gates[addr] = l
+		}
+		return l.gate, l.err
+	}
+	var results []TestResult
+	for _, pt := range p.PolicyTests {
+		g, err := gate(pt.Policy)
+		if err != nil {
+			results = append(results, TestResult{Name: pt.Address, Kind: "policy_test", Location: pt.Range.String(), Message: err.Error()})
+			continue
+		}
+		results = append(results, runPolicyTest(ctx, p, pt, g))
+	}
+	seen := map[string]bool{}
+	for _, pol := range p.Policies {
+		if pol.Kind != "opa" || pol.OPA == nil {
+			continue
+		}
+		g, err := gate(pol.Address)
+		if err != nil {
+			results = append(results, TestResult{Name: pol.Address, Kind: "rego", Location: pol.Range.String(), Message: err.Error()})
+			continue
+		}
+		o := g.(*OPA)
+		key := modulePaths(o.modules) + fmt.Sprint(pol.OPA.Data)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		results = append(results, runRegoTests(ctx, pol.Address, o)...)
+	}
+	return results
+}
+
+func runPolicyTest(ctx context.Context, p *plan.Plan, pt plan.PolicyTest, g Gate) TestResult {
+	r := TestResult{Name: pt.Address, Kind: "policy_test", Location: pt.Range.String()}
+	action, err := ParseAction(pt.Action)
+	if err != nil {
+		r.Message = err.Error()
+		return r
+	}
+	agent := pt.Agent
+	if agent == "" {
+		agent = agentUsing(p, pt.Policy)
+	}
+	in := NewInput(p, agent, action, nil)
+	start := time.Now()
+	d := g.Decide(ctx, in)
+	r.Elapsed = time.Since(start)
+	got := string(d.Outcome)
+	if d.Reason != "" {
+		got += fmt.Sprintf(" (%s)", d.Reason)
+	}
+	switch {
+	case string(d.Outcome) != pt.Expect:
+		r.Message = fmt.Sprintf("got %s, want %s", got, pt.Expect)
+	case pt.Reason != "":
+		re, err := regexp.Compile(pt.Reason)
+		if err != nil {
+			r.Message = fmt.Sprintf("reason %q is not a regular expression: %v", pt.Reason, err)
+		} else if !re.MatchString(d.Reason) {
+			r.Message = fmt.Sprintf("got %s, want a reason matching %q", got, pt.Reason)
+		} else {
+			r.Passed, r.Message = true, got
+		}
+	default:
+		r.Passed, r.Message = true, got
+	}
+	return r
+}
+
+// agentUsing names an agent that lists the policy, so a test without an
+// agent sees a realistic principal; "test" when none does.
+func agentUsing(p *plan.Plan, policy string) string {
+	for _, a := range p.Agents {
+		if slices.Contains(a.Policies, policy) {
+			return a.Address
+		}
+	}
+	return "agent.test"
+}
+
+func runRegoTests(ctx context.Context, address string, o *OPA) []TestResult {
+	modules := map[string]*ast.Module{}
+	for path, src := range o.sources {
+		m, err := ast.ParseModuleWithOpts(path, src, ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+		if err != nil {
+			return []TestResult{{Name: address, Kind: "rego", Message: err.Error()}}
+		}
+		modules[path] = m
+	}
+	store := inmem.NewFromObjectWithOpts(o.data, inmem.OptRoundTripOnWrite(false))
+	ch, err := tester.NewRunner().
+		SetDefaultRegoVersion(ast.RegoV1).
+		SetModules(modules).
+		SetStore(store).
+		CapturePrintOutput(true).
+		RunTests(ctx, nil)
+	if err != nil {
+		return []TestResult{{Name: address, Kind: "rego", Message: err.Error()}}
+	}
+	var out []TestResult
+	for res := range ch {
+		r := TestResult{
+			Name:    fmt.Sprintf("%s %s.%s", address, res.Package, res.Name),
+			Kind:    "rego",
+			Elapsed: res.Duration,
+			Skipped: res.Skip,
+		}
+		if res.Location != nil {
+			r.Location = fmt.Sprintf("%s:%d", res.Location.File, res.Location.Row)
+		}
+		switch {
+		case res.Error != nil:
+			r.Message = res.Error.Error()
+		case res.Fail:
+			r.Message = "test rule is false or undefined"
+			if res.FailedAt != nil {
+				r.Message += fmt.Sprintf(" (failed at %s: %s)", res.FailedAt.Location, res.FailedAt)
+			}
+			if len(res.Output) > 0 {
+				r.Message += "\n" + strings.TrimRight(string(res.Output), "\n")
+			}
+		default:
+			r.Passed = true
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b TestResult) int { return cmp.Compare(a.Location, b.Location) })
+	return out
+}
+
+// Explain decides in with g and describes why: the Rego trace of an OPA
+// policy, the request and determining policies of a Cedar one, the matching
+// pattern of built-in rules.
+func Explain(ctx context.Context, g Gate, in Input) (Decision, string) {
+	var buf bytes.Buffer
+	var d Decision
+	switch g := g.(type) {
+	case *OPA:
+		d = g.explain(ctx, in, &buf)
+	case *Cedar:
+		d = g.explain(in, &buf)
+	case *Rules:
+		d = g.Decide(ctx, in)
+		g.explain(&buf)
+	default:
+		d = g.Decide(ctx, in)
+	}
+	return d, buf.String()
+}
+
+func (r *Rules) explain(w io.Writer) {
+	for _, group := range []struct {
+		name string
+		list []rulePattern
+	}{{"deny", r.deny}, {"ask", r.ask}, {"allow", r.allow}} {
+		texts := make([]string, len(group.list))
+		for i, p := range group.list {
+			texts[i] = fmt.Sprintf("%q", p.text)
+		}
+		fmt.Fprintf(w, "%-5s = [%s]\n", group.name, strings.Join(texts, ", "))
+	}
+	fmt.Fprintln(w, "deny wins, then ask, then allow; no match is not_applicable")
+}

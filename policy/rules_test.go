@@ -1,0 +1,100 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/symbi-dev/symbi/plan"
+)
+
+func TestGlob(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"*", "", true},
+		{"*", "anything/with/slashes", true},
+		{"read_*", "read_file", true},
+		{"read_*", "write_file", false},
+		{"sudo*", "sudo rm -rf /", true},
+		{"/etc/*", "/etc/ssh/sshd_config", true},
+		{"/etc/*", "/home/etc/x", false},
+		{"?at", "cat", true},
+		{"?at", "at", false},
+		{"?é", "xé", true},
+		{"é?", "éx", true},
+		{"a*b*c", "aXbYbZc", true},
+		{"a*b*c", "aXbYbZ", false},
+		{"[a]", "[a]", true}, // brackets are literal: only * and ? are special
+		{"", "", true},
+		{"", "x", false},
+	} {
+		if got := glob(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("glob(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestRulesDecisions(t *testing.T) {
+	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{
+		Deny:  []string{"shell:cmd=sudo*", "write_file:path=/etc/*", "delegate:target=intern", "respond:content=*password*"},
+		Ask:   []string{"write_*", "shell:cmd=rm *"},
+		Allow: []string{"web_search", "shell:cmd=ls*", "shell:count=3", "delegate:target=critic", "calc?lator"},
+	}))
+	g := mustGate(t, p, "policy.rules")
+	for _, tc := range []struct {
+		name   string
+		action Action
+		want   Outcome
+		reason string
+	}{
+		{"deny by argument", toolCall("shell", `{"cmd":"sudo rm -rf /"}`), Deny, `deny rule "shell:cmd=sudo*"`},
+		{"deny wins over ask", toolCall("write_file", `{"path":"/etc/passwd"}`), Deny, "write_file:path=/etc/*"},
+		{"ask by name glob", toolCall("write_file", `{"path":"/tmp/x"}`), Ask, `ask rule "write_*"`},
+		{"ask by argument", toolCall("shell", `{"cmd":"rm x"}`), Ask, "rm *"},
+		{"allow by name", toolCall("web_search", `{"query":"x"}`), Allow, `allow rule "web_search"`},
+		{"allow by argument", toolCall("shell", `{"cmd":"ls -l"}`), Allow, "ls*"},
+		{"non-string argument as JSON text", toolCall("shell", `{"count":3}`), Allow, "count=3"},
+		{"question mark", toolCall("calculator", `{}`), Allow, "calc?lator"},
+		{"no match", toolCall("shell", `{"cmd":"cat x"}`), NotApplicable, "no rule matches"},
+		{"missing argument does not match", toolCall("shell", `{}`), NotApplicable, ""},
+		{"delegate allowed", Action{Type: Delegate, Target: "critic", Task: "check"}, Allow, "delegate:target=critic"},
+		{"delegate denied", Action{Type: Delegate, Target: "intern"}, Deny, "delegate:target=intern"},
+		{"respond denied by content", Action{Type: Respond, Content: "the password is x"}, Deny, "password"},
+		{"respond not matched by wildcard names", Action{Type: Respond, Content: "fine"}, NotApplicable, ""},
+		{"terminate", Action{Type: Terminate, Reason: "done"}, NotApplicable, ""},
+		{"arguments not an object", toolCall("shell", `[1]`), Deny, "object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := g.Decide(context.Background(), input(p, tc.action))
+			if d.Outcome != tc.want || !strings.Contains(d.Reason, tc.reason) || d.Engine != "rules" {
+				t.Errorf("got %s %q (engine %s), want %s containing %q", d.Outcome, d.Reason, d.Engine, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestRulesWildcardNameSkipsNonToolActions(t *testing.T) {
+	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{Deny: []string{"*"}}))
+	g := mustGate(t, p, "policy.rules")
+	if d := g.Decide(context.Background(), input(p, Action{Type: Respond, Content: "hi"})); d.Outcome != NotApplicable {
+		t.Errorf(`deny = ["*"] on a respond: got %s, want not_applicable`, d.Outcome)
+	}
+	if d := g.Decide(context.Background(), input(p, toolCall("web_search", `{}`))); d.Outcome != Deny {
+		t.Errorf(`deny = ["*"] on a tool call: got %s, want deny`, d.Outcome)
+	}
+}
+
+func TestRulesMalformed(t *testing.T) {
+	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{Deny: []string{"shell:cmd", ":x=y"}, Allow: []string{"ok", "shell:=x"}}))
+	_, err := FromPlan(context.Background(), p, "policy.rules", t.TempDir())
+	if err == nil {
+		t.Fatal("want an error for malformed patterns")
+	}
+	for _, want := range []string{`"shell:cmd"`, `":x=y"`, `"shell:=x"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package policy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TerminalApprover asks the person at the terminal: it prints the request
+// and reads one line; "y" or "yes" approves, anything else denies (the rest
+// of the line after "n" is the reason).
+type TerminalApprover struct {
+	Out io.Writer
+	By  string // who answers: $USER
+	// Timeout is how long to wait for an answer; zero waits for ctx alone.
+	Timeout time.Duration
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+
+	in    io.Reader
+	once  sync.Once
+	lines chan lineOrErr
+	mu    sync.Mutex // one prompt at a time: concurrent tool calls queue up
+}
+
+type lineOrErr struct {
+	line string
+	err  error
+}
+
+// NewTerminalApprover reads answers from in and writes prompts to out.
+func NewTerminalApprover(in io.Reader, out io.Writer, by string) *TerminalApprover {
+	return &TerminalApprover{in: in, Out: out, By: by}
+}
+
+// start reads lines in one goroutine for the approver's lifetime, because a
+// read from a terminal cannot be cancelled: a prompt that times out leaves
+// the read pending, and the next prompt takes its line.
+func (t *TerminalApprover) start() {
+	t.lines = make(chan lineOrErr)
+	go func() {
+		r := bufio.NewReader(t.in)
+		for {
+			line, err := r.ReadString('\n')
+			if line == "" && err != nil {
+				t.lines <- lineOrErr{err: err}
+				close(t.lines)
+				return
+			}
+			t.lines <- lineOrErr{line: line}
+		}
+	}()
+}
+
+func (t *TerminalApprover) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+// Approve prompts and waits for an answer, the timeout, or ctx.
+func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRecord, error) {
+	t.once.Do(t.start)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	timeout := t.Timeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	fmt.Fprintf(t.Out, "\nsymbi: agent %s wants to run %s\n", req.Agent, req.Action)
+	if len(req.Action.Arguments) > 0 {
+		fmt.Fprintf(t.Out, "  arguments: %s\n", req.Action.Arguments)
+	}
+	if req.Reason != "" {
+		fmt.Fprintf(t.Out, "  why asked: %s\n", req.Reason)
+	}
+	fmt.Fprint(t.Out, "Approve? [y/N] ")
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	rec := ApprovalRecord{ID: req.ID, By: t.By, Via: "terminal"}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(t.Out)
+		return ApprovalRecord{}, ctx.Err()
+	case <-expired:
+		fmt.Fprintln(t.Out)
+		rec.By, rec.Via, rec.At = "timeout", "timeout", t.now()
+		rec.Reason = fmt.Sprintf("nobody answered within %s (a timeout is a deny)", timeout)
+		return rec, nil
+	case l, ok := <-t.lines:
+		rec.At = t.now()
+		if !ok || l.err != nil {
+			rec.Reason = "the terminal closed before an answer (denied)"
+			return rec, nil
+		}
+		answer := strings.TrimSpace(l.line)
+		word, rest, _ := strings.Cut(answer, " ")
+		switch strings.ToLower(word) {
+		case "y", "yes":
+			rec.Approved = true
+			rec.Reason = strings.TrimSpace(rest)
+		default:
+			rec.Reason = strings.TrimSpace(rest)
+			if rec.Reason == "" {
+				rec.Reason = "denied at the terminal by " + t.By
+			}
+		}
+		return rec, nil
+	}
+}
