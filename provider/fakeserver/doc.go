@@ -1,0 +1,11 @@
+// Package fakeserver is a local HTTP server that speaks the OpenAI Chat
+// Completions wire format, plain JSON and server-sent events, scripted per
+// test, with injectable faults (429 with Retry-After, 500, connection reset,
+// stalls before the first event and mid-stream, malformed JSON, truncated
+// streams). Tests and benchmarks point the openai provider, or a bare
+// go-openai client, at Server.URL().
+//
+// It is real HTTP on a loopback port, not a stub: what a client sends is
+// decoded and recorded, and what it receives is what a provider would send.
+// It must not import the engine, policies or tools.
+package fakeserver
