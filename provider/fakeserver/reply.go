@@ -303,4 +303,3 @@ func split(s string, n int) []string {
 	}
 	return out
 }
-
