@@ -1,14 +1,53 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
 
-// Placeholder until the command lands; replaced by its own file's owner.
+	"github.com/spf13/cobra"
+)
+
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "validate",
-		Hidden: true,
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate [PATH]",
+		Short: "Check a configuration: syntax, references, types, policies",
+		Long: `Validate parses and compiles a configuration without running it: syntax,
+references (with "did you mean" suggestions), types, enum values, durations,
+Rego modules and queries, Cedar policies against their schema, JSON Schemas,
+budgets and cycles. Variables without a value are treated as unknown values of
+their declared type, so validate needs no inputs.
+
+Diagnostics go to stderr with a source snippet; warnings do not fail.
+Exit status: 0 valid, 2 invalid.`,
+		Example: `  symbi validate                 # the *.hcl files of the current directory
+  symbi validate examples/research.hcl
+  symbi validate -json . | jq '.diagnostics[].summary'`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exitWith(exitFailure, "symbi validate is not available in this build yet")
+			if asJSON {
+				cfg, diags, err := compileConfig(cmd, pathArg(args), true)
+				if err != nil {
+					return err
+				}
+				_ = cfg
+				if err := writeJSONDiags(cmd.OutOrStdout(), diags); err != nil {
+					return err
+				}
+				if diags.HasErrors() {
+					return exitWith(exitInvalid, "")
+				}
+				return nil
+			}
+			cfg, err := loadConfig(cmd, pathArg(args), true)
+			if err != nil {
+				return err
+			}
+			p := cfg.Plan
+			fmt.Fprintf(cmd.OutOrStdout(), "The configuration is valid: %d agent(s), %d tool(s), %d polic(ies).\n", len(p.Agents), len(p.Tools), len(p.Policies))
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print diagnostics as JSON (file, line, column) for editors")
+	addVarFlags(cmd)
+	return cmd
 }

@@ -1,0 +1,230 @@
+package interp
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/plan"
+)
+
+func compileRegexp(s string) (*regexp.Regexp, error) { return regexp.Compile(s) }
+
+// readFile reads a file named relative to the configuration directory and
+// records it in the plan.
+func (c *compiler) readFile(p string) (*plan.FileRef, error) {
+	if filepath.IsAbs(p) {
+		return nil, &os.PathError{Op: "read", Path: p, Err: errAbsolute}
+	}
+	full := filepath.Join(c.baseDir, filepath.FromSlash(p))
+	b, err := os.ReadFile(full)
+	if err != nil {
+		return nil, err
+	}
+	rel := c.relPath(full)
+	ref := plan.NewFileRef(rel, b)
+	c.reads[rel] = ref
+	return &ref, nil
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errAbsolute = constError("the path must be relative to the configuration directory")
+
+var (
+	modes       = []string{"simple", "react", "reflect_and_retry", "plan_execute"}
+	profiles    = []string{"auto", "simple_answer", "tool_required", "complex_analysis", "plan_required", "high_confidence_answer"}
+	ctxStrategy = []string{"sliding_window", "observation_masking", "anchored_summary"}
+	onLimits    = []string{"skip", "abort", "escalate"}
+)
+
+// profileLoop returns the loop defaults a profile selects, as the Wuwe
+// policy selection does: one built-in setting per kind of task. Fields the
+// author writes override them.
+func profileLoop(profile string, hasTools bool) plan.Loop {
+	l := plan.Loop{
+		Mode:               "simple",
+		Profile:            profile,
+		ToolTimeout:        30 * sec,
+		MaxConcurrentTools: 5,
+		MaxOutputTokens:    4096,
+		ToolChoice:         "auto",
+		OnNoPolicy:         "deny",
+		MaxDelegationDepth: 3,
+	}
+	if hasTools {
+		l.Mode = "react"
+	}
+	switch profile {
+	case "simple_answer":
+		l.Mode, l.MaxOutputTokens, l.ToolChoice = "simple", 1024, "none"
+	case "tool_required":
+		l.Mode = "react"
+	case "complex_analysis":
+		l.Mode, l.MaxOutputTokens = "react", 8192
+	case "plan_required":
+		l.Mode = "plan_execute"
+	case "high_confidence_answer":
+		l.Mode = "reflect_and_retry"
+	case "auto":
+		// The engine picks per input; react is the starting point because
+		// it degrades to a plain answer when no tool is wanted.
+		l.Mode = "react"
+	}
+	return l
+}
+
+func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
+	c.require(b, "model")
+	a := plan.Agent{
+		Address:     b.Address(),
+		Description: c.str(b, "description", ""),
+		Model:       c.ref(b, "model", "model", "router"),
+		System:      c.str(b, "system", ""),
+		Tools:       c.refs(b, "tools", "tool", "mcp_server"),
+		ToolProfile: c.ref(b, "tool_profile", "tool_profile"),
+		Policies:    c.refs(b, "policies", "policy"),
+		Budget:      c.ref(b, "budget", "budget"),
+		Delegates:   c.refs(b, "delegates", "agent"),
+		Range:       c.prange(b.DefRange),
+	}
+	lb := b.One("loop")
+	profile := c.enum(lb, "profile", "", profiles...)
+	def := profileLoop(profile, len(a.Tools) > 0 || len(a.Delegates) > 0)
+	a.Loop = plan.Loop{
+		Mode:               c.enum(lb, "mode", def.Mode, modes...),
+		Profile:            profile,
+		ToolTimeout:        c.duration(lb, "tool_timeout", def.ToolTimeout),
+		MaxConcurrentTools: c.intv(lb, "max_concurrent_tools", def.MaxConcurrentTools),
+		MaxOutputTokens:    c.intv(lb, "max_output_tokens", def.MaxOutputTokens),
+		ToolChoice:         c.str(lb, "tool_choice", def.ToolChoice),
+		Recovery:           c.ref(lb, "recovery", "recovery"),
+		OnNoPolicy:         c.enum(lb, "on_no_policy", def.OnNoPolicy, "deny", "allow"),
+		MaxDelegationDepth: c.intv(lb, "max_delegation_depth", def.MaxDelegationDepth),
+	}
+	if lb != nil && lb.Attrs["temperature"] != nil {
+		t := c.number(lb, "temperature", 0)
+		if t > 2 {
+			c.errorf(lb.Attrs["temperature"].Expr.Range().Ptr(), "Invalid value", "temperature must be between 0 and 2.")
+		}
+		a.Loop.Temperature = &t
+	}
+	if a.Loop.MaxConcurrentTools < 1 {
+		c.errorf(lb.Attrs["max_concurrent_tools"].Expr.Range().Ptr(), "Invalid value", "max_concurrent_tools must be at least 1.")
+	}
+
+	cb := b.One("context")
+	a.Context = plan.ContextSettings{
+		Strategy:    c.enum(cb, "strategy", "sliding_window", ctxStrategy...),
+		TokenBudget: c.intv(cb, "token_budget", 32000),
+		Recent:      c.intv(cb, "recent", 6),
+	}
+
+	if rb := b.One("reflect"); rb != nil {
+		r := &plan.Reflect{
+			Evaluator:   c.ref(rb, "evaluator", "agent"),
+			MaxAttempts: c.intv(rb, "max_attempts", 2),
+			PassScore:   c.fraction(rb, "pass_score", 0.75),
+			ReviseScore: c.fraction(rb, "revise_score", 0.55),
+			RetryScore:  c.fraction(rb, "retry_score", 0.35),
+		}
+		if rub := rb.One("rubric"); rub != nil {
+			for _, cr := range rub.Nested("criterion") {
+				r.Rubric = append(r.Rubric, plan.Criterion{
+					Name:        cr.Name,
+					Weight:      c.number(cr, "weight", 1),
+					Description: c.str(cr, "description", ""),
+				})
+			}
+		}
+		hasEval, hasRubric := rb.Attrs["evaluator"] != nil, rb.One("rubric") != nil
+		if hasEval == hasRubric {
+			c.errorf(rb.DefRange.Ptr(), "Reflect needs one evaluator", "A reflect block needs exactly one of evaluator = agent.NAME and a rubric block.")
+		}
+		if !(r.RetryScore <= r.ReviseScore && r.ReviseScore <= r.PassScore) {
+			c.errorf(rb.DefRange.Ptr(), "Inconsistent reflect scores", "The scores must satisfy retry_score <= revise_score <= pass_score (here %g, %g, %g).", r.RetryScore, r.ReviseScore, r.PassScore)
+		}
+		if r.Evaluator == a.Address {
+			c.errorf(rb.Attrs["evaluator"].Expr.Range().Ptr(), "Agent evaluates itself", "An agent cannot be its own evaluator; name another agent.")
+		}
+		a.Reflect = r
+	} else if a.Loop.Mode == "reflect_and_retry" {
+		c.errorf(b.DefRange.Ptr(), "Missing reflect block", "Mode reflect_and_retry (here from %s) needs a reflect block with an evaluator or a rubric.", modeOrigin(lb))
+	}
+
+	pb := b.One("plan")
+	a.Plan = plan.PlanSettings{
+		MaxSteps:                 c.intv(pb, "max_steps", 8),
+		MaxParallelSteps:         c.intv(pb, "max_parallel_steps", 2),
+		StepTimeout:              c.duration(pb, "step_timeout", 60*sec),
+		AllowReplanning:          c.boolean(pb, "allow_replanning", true),
+		ContinueAfterStepFailure: c.boolean(pb, "continue_after_step_failure", false),
+	}
+
+	if kb := b.One("knowledge"); kb != nil {
+		c.require(kb, "store")
+		a.Knowledge = &plan.AgentKnowledge{
+			Store:              c.ref(kb, "store", "knowledge"),
+			MaxContextItems:    c.intv(kb, "max_context_items", 5),
+			RelevanceThreshold: c.fraction(kb, "relevance_threshold", 0.3),
+			AutoPersist:        c.boolean(kb, "auto_persist", false),
+		}
+	}
+
+	gb := b.One("progress")
+	a.Progress = plan.Progress{
+		MaxReattemptsPerStep: c.intv(gb, "max_reattempts_per_step", 2),
+		SimilarityThreshold:  c.fraction(gb, "similarity_threshold", 0.85),
+		OnLimit:              c.enum(gb, "on_limit", "abort", onLimits...),
+	}
+
+	if hb := b.One("pre_hydrate"); hb != nil {
+		a.PreHydrate = &plan.PreHydrate{
+			Resolvers:        c.refMap(hb, "resolvers", "tool"),
+			Patterns:         c.stringMap(hb, "patterns"),
+			MaxReferences:    c.intv(hb, "max_references", 10),
+			MaxContextTokens: c.intv(hb, "max_context_tokens", 4000),
+			Timeout:          c.duration(hb, "timeout", 15*sec),
+		}
+		for name, re := range a.PreHydrate.Patterns {
+			if _, err := compileRegexp(re); err != nil {
+				c.errorf(hb.Attrs["patterns"].Expr.Range().Ptr(), "Invalid regular expression", "pattern %q: %s.", name, err)
+			}
+		}
+	}
+	return a
+}
+
+func modeOrigin(lb *lang.Block) string {
+	if lb != nil && lb.Attrs["mode"] != nil {
+		return "mode"
+	}
+	return "the profile"
+}
+
+// refMap reads an object whose values are references.
+func (c *compiler) refMap(b *lang.Block, name string, kinds ...string) map[string]string {
+	a := b.Attrs[name]
+	if a == nil {
+		return nil
+	}
+	pairs, diags := hclExprMap(a.Expr)
+	if diags {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid map", "%s must be an object of references such as { url = tool.fetch }.", name)
+		return nil
+	}
+	out := map[string]string{}
+	for _, kv := range pairs {
+		k, ok := c.eval(kv.Key)
+		if !ok || !k.IsKnown() || k.IsNull() || k.Type().FriendlyName() != "string" {
+			continue
+		}
+		if addr := c.resolve(kv.Value, name, kinds); addr != "" {
+			out[k.AsString()] = addr
+		}
+	}
+	return out
+}

@@ -1,0 +1,558 @@
+package interp
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/plan"
+)
+
+const sec = plan.Duration(1e9)
+
+func (c *compiler) buildSettings() {
+	s := &c.p.Settings
+	s.StateDir = ".symbi"
+	s.JournalSync = "background"
+	for i, b := range c.mod.Settings {
+		if i > 0 {
+			c.errorf(b.DefRange.Ptr(), "Duplicate symbi block", "Only one symbi block is allowed; the first is at %s.", c.mod.Settings[0].DefRange)
+			continue
+		}
+		s.RequiredVersion = c.str(b, "required_version", "")
+		s.StateDir = c.relDir(b, "state_dir", ".symbi")
+		s.JournalSync = c.enum(b, "journal_sync", "background", "background", "always")
+	}
+}
+
+// relDir reads a path that must stay relative, so the plan does not depend
+// on where it was made.
+func (c *compiler) relDir(b *lang.Block, name, def string) string {
+	p := c.str(b, name, def)
+	if filepath.IsAbs(p) || path.IsAbs(filepath.ToSlash(p)) {
+		c.errorf(b.Attrs[name].Expr.Range().Ptr(), "Absolute path", "%s must be relative to the configuration directory, so the plan is the same on every machine.", name)
+		return def
+	}
+	return path.Clean(filepath.ToSlash(p))
+}
+
+// buildBlocks builds the plan entry of every named block, dispatched by type.
+func (c *compiler) buildBlocks() {
+	for _, b := range c.mod.Blocks {
+		switch b.Type {
+		case "model":
+			c.p.Models = append(c.p.Models, c.buildModel(b))
+		case "router":
+			c.p.Routers = append(c.p.Routers, c.buildRouter(b))
+		case "tool":
+			c.p.Tools = append(c.p.Tools, c.buildTool(b))
+		case "mcp_server":
+			c.p.MCPServers = append(c.p.MCPServers, c.buildMCPServer(b))
+		case "tool_profile":
+			c.p.ToolProfiles = append(c.p.ToolProfiles, c.buildToolProfile(b))
+		case "policy":
+			c.p.Policies = append(c.p.Policies, c.buildPolicy(b))
+		case "policy_test":
+			c.p.PolicyTests = append(c.p.PolicyTests, c.buildPolicyTest(b))
+		case "budget":
+			c.p.Budgets = append(c.p.Budgets, c.buildBudget(b))
+		case "recovery":
+			c.p.Recoveries = append(c.p.Recoveries, c.buildRecovery(b))
+		case "knowledge":
+			c.p.Knowledge = append(c.p.Knowledge, c.buildKnowledge(b))
+		case "agent":
+			c.p.Agents = append(c.p.Agents, c.buildAgent(b))
+		case "best_of_n":
+			c.p.BestOfN = append(c.p.BestOfN, c.buildBestOfN(b))
+		default:
+			panic("interp: no builder for block type " + b.Type) // schema and switch disagree
+		}
+	}
+}
+
+var (
+	providers    = []string{"openai", "scripted"}
+	capabilities = []string{"tools", "streaming", "json"}
+)
+
+func (c *compiler) buildModel(b *lang.Block) plan.Model {
+	c.require(b, "provider")
+	m := plan.Model{
+		Address:       b.Address(),
+		Provider:      c.enum(b, "provider", "", providers...),
+		Name:          c.str(b, "name", ""),
+		BaseURL:       c.pstring(b, "base_url"),
+		APIKeyEnv:     c.str(b, "api_key_env", ""),
+		Capabilities:  c.enumList(b, "capabilities", capabilities),
+		ContextWindow: c.intv(b, "context_window", 128000),
+		Quality:       c.fraction(b, "quality", 0.5),
+		Latency:       c.fraction(b, "latency", 0.5),
+		Range:         c.prange(b.DefRange),
+	}
+	switch m.Provider {
+	case "openai":
+		c.require(b, "name")
+		if m.BaseURL.IsZero() {
+			m.BaseURL = plan.Lit("https://api.openai.com/v1")
+		}
+		if m.APIKeyEnv == "" {
+			m.APIKeyEnv = "OPENAI_API_KEY"
+		}
+		if m.Capabilities == nil {
+			m.Capabilities = []string{"json", "streaming", "tools"}
+		}
+		if a := b.Attrs["script"]; a != nil {
+			c.errorf(a.NameRange.Ptr(), "Unexpected argument", "script belongs to a scripted model; this model's provider is openai.")
+		}
+	case "scripted":
+		c.require(b, "script")
+		if m.Capabilities == nil {
+			m.Capabilities = []string{"json", "streaming", "tools"}
+		}
+		if ref := c.readFileAttr(b, "script"); ref != nil {
+			m.Script = ref
+		}
+	}
+	sort.Strings(m.Capabilities)
+	if p := b.One("pricing"); p != nil {
+		c.require(p, "input_usd_per_mtok", "output_usd_per_mtok")
+		m.Pricing = &plan.Pricing{
+			InputUSDPerMTok:  c.number(p, "input_usd_per_mtok", 0),
+			OutputUSDPerMTok: c.number(p, "output_usd_per_mtok", 0),
+		}
+	}
+	t := b.One("timeouts")
+	m.Timeouts = plan.ModelTimeouts{
+		Total:      c.duration(t, "total", 120*sec),
+		Connect:    c.duration(t, "connect", 10*sec),
+		FirstEvent: c.duration(t, "first_event", 30*sec),
+		Idle:       c.duration(t, "idle", 30*sec),
+	}
+	r := b.One("retry")
+	m.Retry = plan.TransportRetry{
+		MaxAttempts: c.intv(r, "max_attempts", 3),
+		Backoff:     c.duration(r, "backoff", sec/2),
+		MaxBackoff:  c.duration(r, "max_backoff", 30*sec),
+		Jitter:      c.fraction(r, "jitter", 0.2),
+	}
+	return m
+}
+
+// enumList reads a list of strings, each one of allowed.
+func (c *compiler) enumList(b *lang.Block, name string, allowed []string) []string {
+	list := c.strings(b, name)
+	for _, s := range list {
+		if !checkEnum(s, allowed) {
+			c.errorf(b.Attrs[name].Expr.Range().Ptr(), "Invalid value for "+name, "%q is not one of %s.%s", s, strings.Join(quoteAll(allowed), ", "), suggest(s, allowed))
+			return nil
+		}
+	}
+	return list
+}
+
+// readFileAttr reads the file named by a path attribute and records it.
+func (c *compiler) readFileAttr(b *lang.Block, name string) *plan.FileRef {
+	p := c.str(b, name, "")
+	if p == "" {
+		return nil
+	}
+	ref, err := c.readFile(p)
+	if err != nil {
+		c.errorf(b.Attrs[name].Expr.Range().Ptr(), "Cannot read file", "%s: %s.", name, err)
+		return nil
+	}
+	return ref
+}
+
+var strategies = []string{"balanced", "lowest_cost", "highest_quality", "lowest_latency"}
+
+func (c *compiler) buildRouter(b *lang.Block) plan.Router {
+	c.require(b, "models")
+	r := plan.Router{
+		Address:        b.Address(),
+		Strategy:       c.enum(b, "strategy", "balanced", strategies...),
+		Models:         c.refs(b, "models", "model"),
+		Prefer:         c.ref(b, "prefer", "model"),
+		Require:        c.enumList(b, "require", capabilities),
+		MinimumQuality: c.fraction(b, "minimum_quality", 0),
+		Range:          c.prange(b.DefRange),
+	}
+	if b.Attrs["models"] != nil && len(r.Models) == 0 && len(b.Attrs["models"].Expr.Variables()) == 0 {
+		c.errorf(b.Attrs["models"].Expr.Range().Ptr(), "Router without models", "A router needs at least one model to choose from.")
+	}
+	if r.Prefer != "" && !checkEnum(r.Prefer, r.Models) && len(r.Models) > 0 {
+		c.errorf(b.Attrs["prefer"].Expr.Range().Ptr(), "Preferred model not in the router", "%s is not one of the router's models.", r.Prefer)
+	}
+	return r
+}
+
+var (
+	effects      = []string{"none", "read", "write", "destructive"}
+	approvals    = []string{"never", "policy", "always"}
+	builtinTools = map[string]string{ // builtin name -> its effect
+		"calculator": "none", "clock": "none", "read_file": "read", "list_dir": "read",
+		"write_file": "write", "http_get": "read", "recall_knowledge": "read",
+		"store_knowledge": "write", "delegate": "none",
+	}
+)
+
+func (c *compiler) buildTool(b *lang.Block) plan.Tool {
+	t := plan.Tool{
+		Address:        b.Address(),
+		Description:    c.str(b, "description", ""),
+		Idempotent:     c.boolean(b, "idempotent", false),
+		Approval:       c.enum(b, "approval", "policy", approvals...),
+		Timeout:        c.duration(b, "timeout", 30*sec),
+		MaxOutputBytes: c.intv(b, "max_output_bytes", 65536),
+		Tags:           c.strings(b, "tags"),
+		Recovery:       c.ref(b, "recovery", "recovery"),
+		Range:          c.prange(b.DefRange),
+	}
+	if t.Description == "" {
+		c.require(b, "description")
+	}
+	if v, a, ok := c.value(b, "parameters", cty.DynamicPseudoType); ok {
+		raw, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			c.errorf(a.Expr.Range().Ptr(), "Invalid parameters", "parameters cannot be written as JSON: %s.", err)
+		} else {
+			t.Parameters = json.RawMessage(raw)
+			c.checkSchema(a, raw)
+		}
+	}
+	var kinds []string
+	defEffect := "write"
+	if a := b.Attrs["builtin"]; a != nil {
+		kinds = append(kinds, "builtin")
+		names := keys(builtinTools)
+		t.Executor = plan.Executor{Kind: "builtin", Builtin: c.enum(b, "builtin", "", names...)}
+		if e, ok := builtinTools[t.Executor.Builtin]; ok {
+			defEffect = e
+		}
+	}
+	if cb := b.One("command"); cb != nil {
+		kinds = append(kinds, "command")
+		t.Executor = plan.Executor{Kind: "command", Command: c.buildCommand(cb)}
+	}
+	if hb := b.One("http"); hb != nil {
+		kinds = append(kinds, "http")
+		c.require(hb, "url")
+		t.Executor = plan.Executor{Kind: "http", HTTP: &plan.HTTPExec{
+			URL:     c.pstring(hb, "url"),
+			Method:  c.enum(hb, "method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE"),
+			Headers: c.pstringMap(hb, "headers"),
+		}}
+	}
+	if mb := b.One("mcp"); mb != nil {
+		kinds = append(kinds, "mcp")
+		c.require(mb, "server")
+		t.Executor = plan.Executor{Kind: "mcp", MCP: &plan.MCPExec{
+			Server: c.ref(mb, "server", "mcp_server"),
+			Tool:   c.str(mb, "tool", b.Name),
+		}}
+		defEffect = "" // the server's effect, filled in by check
+	}
+	switch len(kinds) {
+	case 0:
+		c.errorf(b.DefRange.Ptr(), "Tool without executor", "A tool needs exactly one executor: builtin = \"NAME\", or a command, http or mcp block.")
+	case 1:
+	default:
+		c.errorf(b.DefRange.Ptr(), "Tool with more than one executor", "A tool needs exactly one executor, but this one has %s.", strings.Join(kinds, " and "))
+	}
+	t.Effect = c.enum(b, "effect", defEffect, effects...)
+	if cb := b.One("circuit_breaker"); cb != nil {
+		t.CircuitBreaker = &plan.CircuitBreaker{
+			FailureThreshold: c.intv(cb, "failure_threshold", 3),
+			RecoveryTimeout:  c.duration(cb, "recovery_timeout", 60*sec),
+			HalfOpenMaxCalls: c.intv(cb, "half_open_max_calls", 1),
+		}
+	}
+	return t
+}
+
+func (c *compiler) buildCommand(b *lang.Block) *plan.CommandExec {
+	c.require(b, "argv")
+	cmd := &plan.CommandExec{
+		Argv: c.pstrings(b, "argv"),
+		Dir:  c.relDir(b, "dir", "."),
+		Env:  c.pstringMap(b, "env"),
+	}
+	if b.Attrs["argv"] != nil && len(cmd.Argv) == 0 && !c.hasUnknown(b, "argv") {
+		c.errorf(b.Attrs["argv"].Expr.Range().Ptr(), "Empty argv", "argv needs at least the program to run.")
+	}
+	return cmd
+}
+
+// hasUnknown reports whether an attribute depends on a value not known yet
+// (validate without a variable's value), so checks on it wait for plan.
+func (c *compiler) hasUnknown(b *lang.Block, name string) bool {
+	for _, tr := range b.Attrs[name].Expr.Variables() {
+		if tr.RootName() == "var" || tr.RootName() == "local" {
+			v, diags := tr.TraverseAbs(c.scope)
+			if diags.HasErrors() || !v.IsWhollyKnown() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *compiler) buildMCPServer(b *lang.Block) plan.MCPServer {
+	s := plan.MCPServer{
+		Address: b.Address(),
+		Command: c.pstrings(b, "command"),
+		URL:     c.pstring(b, "url"),
+		Env:     c.pstringMap(b, "env"),
+		Effect:  c.enum(b, "effect", "write", effects...),
+		Timeout: c.duration(b, "timeout", 30*sec),
+		Range:   c.prange(b.DefRange),
+	}
+	hasCmd, hasURL := b.Attrs["command"] != nil, b.Attrs["url"] != nil
+	if hasCmd == hasURL {
+		c.errorf(b.DefRange.Ptr(), "MCP server needs one transport", "An mcp_server needs exactly one of command (stdio) and url (streamable HTTP).")
+	}
+	return s
+}
+
+func (c *compiler) buildToolProfile(b *lang.Block) plan.ToolProfile {
+	tp := plan.ToolProfile{
+		Address:  b.Address(),
+		Include:  c.strings(b, "include"),
+		Exclude:  c.strings(b, "exclude"),
+		MaxTools: c.intv(b, "max_tools", 0),
+		Range:    c.prange(b.DefRange),
+	}
+	for _, attr := range []string{"include", "exclude"} {
+		list := tp.Include
+		if attr == "exclude" {
+			list = tp.Exclude
+		}
+		for _, g := range list {
+			if _, err := path.Match(g, ""); err != nil {
+				c.errorf(b.Attrs[attr].Expr.Range().Ptr(), "Invalid glob", "%q: %s.", g, err)
+			}
+		}
+	}
+	return tp
+}
+
+func (c *compiler) buildPolicy(b *lang.Block) plan.Policy {
+	p := plan.Policy{Address: b.Address(), Range: c.prange(b.DefRange)}
+	var kinds []string
+	if r := b.One("rules"); r != nil {
+		kinds = append(kinds, "rules")
+		p.Kind = "rules"
+		p.Rules = &plan.RulesPolicy{Deny: c.strings(r, "deny"), Ask: c.strings(r, "ask"), Allow: c.strings(r, "allow")}
+		for _, attr := range []string{"deny", "ask", "allow"} {
+			for _, pat := range c.strings(r, attr) {
+				if err := checkRule(pat); err != nil {
+					c.errorf(r.Attrs[attr].Expr.Range().Ptr(), "Invalid rule", "%q: %s.", pat, err)
+				}
+			}
+		}
+	}
+	if o := b.One("opa"); o != nil {
+		kinds = append(kinds, "opa")
+		c.require(o, "modules")
+		p.Kind = "opa"
+		p.OPA = &plan.OPAPolicy{
+			Modules: c.readGlobs(o, "modules"),
+			Data:    c.readFileAttr(o, "data"),
+			Query:   c.str(o, "query", "data.symbi.gate.decision"),
+		}
+	}
+	if cb := b.One("cedar"); cb != nil {
+		kinds = append(kinds, "cedar")
+		c.require(cb, "policies")
+		p.Kind = "cedar"
+		p.Cedar = &plan.CedarPolicy{
+			Policies: c.readGlobs(cb, "policies"),
+			Entities: c.readFileAttr(cb, "entities"),
+			Schema:   c.readFileAttr(cb, "schema"),
+		}
+	}
+	switch len(kinds) {
+	case 0:
+		c.errorf(b.DefRange.Ptr(), "Policy without engine", "A policy needs exactly one of a rules, opa or cedar block.")
+	case 1:
+	default:
+		c.errorf(b.DefRange.Ptr(), "Policy with more than one engine", "A policy needs exactly one engine, but this one has %s; write one policy block for each.", strings.Join(kinds, " and "))
+	}
+	return p
+}
+
+// checkRule checks a built-in rule pattern: "tool" or "tool:arg=glob".
+func checkRule(pat string) error {
+	name, cond, hasCond := strings.Cut(pat, ":")
+	if name == "" {
+		return fmt.Errorf("a rule starts with a tool name or glob")
+	}
+	if _, err := path.Match(name, ""); err != nil {
+		return err
+	}
+	if hasCond {
+		arg, glob, ok := strings.Cut(cond, "=")
+		if !ok || arg == "" {
+			return fmt.Errorf("a condition is written tool:argument=glob")
+		}
+		if _, err := path.Match(glob, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readGlobs expands a list of path globs, relative to the configuration
+// directory, and reads every match in sorted order.
+func (c *compiler) readGlobs(b *lang.Block, name string) []plan.FileRef {
+	pats := c.strings(b, name)
+	var out []plan.FileRef
+	for _, pat := range pats {
+		if filepath.IsAbs(pat) {
+			c.errorf(b.Attrs[name].Expr.Range().Ptr(), "Absolute path", "%q must be relative to the configuration directory.", pat)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(c.baseDir, filepath.FromSlash(pat)))
+		if err != nil {
+			c.errorf(b.Attrs[name].Expr.Range().Ptr(), "Invalid glob", "%q: %s.", pat, err)
+			continue
+		}
+		if len(matches) == 0 {
+			c.errorf(b.Attrs[name].Expr.Range().Ptr(), "No files match", "%q matches no file in %s.", pat, c.displayDir())
+			continue
+		}
+		sort.Strings(matches)
+		for _, m := range matches {
+			ref, err := c.readFile(c.relPath(m))
+			if err != nil {
+				c.errorf(b.Attrs[name].Expr.Range().Ptr(), "Cannot read file", "%s.", err)
+				continue
+			}
+			out = append(out, *ref)
+		}
+	}
+	return out
+}
+
+func (c *compiler) displayDir() string {
+	if c.baseDir == "" {
+		return "."
+	}
+	return c.baseDir
+}
+
+var expectations = []string{"allow", "deny", "modify", "ask", "not_applicable"}
+
+func (c *compiler) buildPolicyTest(b *lang.Block) plan.PolicyTest {
+	c.require(b, "policy", "action", "expect")
+	t := plan.PolicyTest{
+		Address: b.Address(),
+		Policy:  c.ref(b, "policy", "policy"),
+		Agent:   c.ref(b, "agent", "agent"),
+		Expect:  c.enum(b, "expect", "", expectations...),
+		Reason:  c.str(b, "reason", ""),
+		Range:   c.prange(b.DefRange),
+	}
+	if v, a, ok := c.value(b, "action", cty.DynamicPseudoType); ok {
+		ty := v.Type()
+		if !ty.IsObjectType() && !ty.IsMapType() {
+			c.errorf(a.Expr.Range().Ptr(), "Invalid action", "action must be an object such as { type = \"tool_call\", tool = \"shell\", arguments = { cmd = \"ls\" } }.")
+		} else if raw, err := ctyjson.Marshal(v, ty); err != nil {
+			c.errorf(a.Expr.Range().Ptr(), "Invalid action", "%s.", err)
+		} else {
+			t.Action = json.RawMessage(raw)
+			var act struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(raw, &act)
+			if !checkEnum(act.Type, actionTypes) {
+				c.errorf(a.Expr.Range().Ptr(), "Invalid action type", "action.type %q is not one of %s.%s", act.Type, strings.Join(quoteAll(actionTypes), ", "), suggest(act.Type, actionTypes))
+			}
+		}
+	}
+	if t.Reason != "" {
+		if _, err := compileRegexp(t.Reason); err != nil {
+			c.errorf(b.Attrs["reason"].Expr.Range().Ptr(), "Invalid regular expression", "reason: %s.", err)
+		}
+	}
+	return t
+}
+
+var actionTypes = []string{"tool_call", "delegate", "respond", "terminate"}
+
+func (c *compiler) buildBudget(b *lang.Block) plan.Budget {
+	d := plan.DefaultBudget()
+	bu := plan.Budget{
+		Address:                      b.Address(),
+		MaxIterations:                c.integer(b, "max_iterations", d.MaxIterations),
+		MaxModelCalls:                c.integer(b, "max_model_calls", d.MaxModelCalls),
+		MaxToolCalls:                 c.integer(b, "max_tool_calls", d.MaxToolCalls),
+		MaxToolRounds:                c.integer(b, "max_tool_rounds", d.MaxToolRounds),
+		MaxReflectionAttempts:        c.integer(b, "max_reflection_attempts", d.MaxReflectionAttempts),
+		MaxPlanSteps:                 c.integer(b, "max_plan_steps", d.MaxPlanSteps),
+		MaxPromptTokens:              c.integer(b, "max_prompt_tokens", d.MaxPromptTokens),
+		MaxCompletionTokens:          c.integer(b, "max_completion_tokens", d.MaxCompletionTokens),
+		MaxTotalTokens:               c.integer(b, "max_total_tokens", d.MaxTotalTokens),
+		MaxCostUSD:                   c.number(b, "max_cost_usd", d.MaxCostUSD),
+		Timeout:                      c.duration(b, "timeout", d.Timeout),
+		EstimatedOutputTokensPerCall: c.integer(b, "estimated_output_tokens_per_call", d.EstimatedOutputTokensPerCall),
+		Range:                        c.prange(b.DefRange),
+	}
+	return bu
+}
+
+var failureKinds = []string{"timeout", "transport", "rate_limited", "invalid_arguments", "error", "circuit_open"}
+
+func (c *compiler) buildRecovery(b *lang.Block) plan.Recovery {
+	r := plan.Recovery{Address: b.Address(), Range: c.prange(b.DefRange)}
+	if len(b.Blocks) == 0 {
+		c.errorf(b.DefRange.Ptr(), "Recovery without strategies", "A recovery block needs at least one strategy: retry, fallback, cached_result, llm_recovery, escalate or dead_letter.")
+	}
+	for _, s := range b.Blocks {
+		st := plan.RecoveryStrategy{Kind: s.Type}
+		switch s.Type {
+		case "retry":
+			on := c.enumList(s, "on", failureKinds)
+			if on == nil {
+				on = []string{"rate_limited", "timeout", "transport"}
+			}
+			st.Retry = &plan.RetryStrategy{
+				MaxAttempts:    c.intv(s, "max_attempts", 3),
+				InitialBackoff: c.duration(s, "initial_backoff", sec/5),
+				MaxBackoff:     c.duration(s, "max_backoff", 5*sec),
+				Multiplier:     c.number(s, "multiplier", 2),
+				Jitter:         c.fraction(s, "jitter", 0.2),
+				On:             on,
+			}
+		case "fallback":
+			c.require(s, "tools")
+			st.Fallback = &plan.FallbackStrategy{Tools: c.refs(s, "tools", "tool")}
+		case "cached_result":
+			st.CachedResult = &plan.CachedResultStrategy{MaxStaleness: c.duration(s, "max_staleness", 600*sec)}
+		case "llm_recovery":
+			st.LLMRecovery = &plan.LLMRecoveryStrategy{MaxAttempts: c.intv(s, "max_attempts", 1)}
+		case "escalate":
+			st.Escalate = &plan.EscalateStrategy{Queue: c.str(s, "queue", "default"), Timeout: c.duration(s, "timeout", 600*sec)}
+		case "dead_letter":
+			st.DeadLetter = &plan.DeadLetterStrategy{Path: c.relDir(s, "path", "dead_letter.jsonl")}
+		}
+		r.Strategies = append(r.Strategies, st)
+	}
+	return r
+}
+
+func (c *compiler) buildKnowledge(b *lang.Block) plan.Knowledge {
+	return plan.Knowledge{
+		Address:     b.Address(),
+		Path:        c.relDir(b, "path", path.Join(c.p.Settings.StateDir, "knowledge", b.Name+".db")),
+		Conventions: c.str(b, "conventions", ""),
+		Range:       c.prange(b.DefRange),
+	}
+}

@@ -1,0 +1,363 @@
+package interp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// check runs the checks that need the whole plan: they follow references
+// across blocks. The plan is sorted, so lookups are binary searches.
+func (c *compiler) check() {
+	c.fillMCPEffects()
+	c.checkAgents()
+	c.checkPricing()
+	c.checkPreflight()
+	c.checkDelegationCycles()
+	c.checkRecoveryCycles()
+	c.checkPolicies()
+	c.warnUnused()
+}
+
+func (c *compiler) block(addr string) *lang.Block {
+	kind, name, _ := strings.Cut(addr, ".")
+	return c.symbols[kind][name]
+}
+
+func (c *compiler) attrRange(addr, attr string) *hcl.Range {
+	b := c.block(addr)
+	if b == nil {
+		return nil
+	}
+	if a := b.Attrs[attr]; a != nil {
+		return a.Expr.Range().Ptr()
+	}
+	return b.DefRange.Ptr()
+}
+
+// fillMCPEffects gives an mcp tool without an effect its server's effect.
+func (c *compiler) fillMCPEffects() {
+	for i := range c.p.Tools {
+		t := &c.p.Tools[i]
+		if t.Executor.Kind == "mcp" && t.Effect == "" {
+			t.Effect = "write"
+			if s := c.p.MCPServer(t.Executor.MCP.Server); s != nil {
+				t.Effect = s.Effect
+			}
+		}
+	}
+}
+
+func (c *compiler) checkAgents() {
+	for i := range c.p.Agents {
+		a := &c.p.Agents[i]
+		var names []string
+		hasMCP := false
+		for _, addr := range a.Tools {
+			if strings.HasPrefix(addr, "tool.") {
+				names = append(names, strings.TrimPrefix(addr, "tool."))
+			} else {
+				hasMCP = true
+			}
+		}
+		eff := names
+		if a.ToolProfile != "" {
+			if tp := c.p.ToolProfile(a.ToolProfile); tp != nil {
+				eff = builtins.ApplyProfile(names, tp.Include, tp.Exclude, tp.MaxTools)
+			}
+		}
+		a.EffectiveTools = make([]string, 0, len(eff))
+		for _, n := range eff {
+			a.EffectiveTools = append(a.EffectiveTools, "tool."+n)
+		}
+		if len(a.EffectiveTools) == 0 {
+			a.EffectiveTools = nil
+		}
+		switch tc := a.Loop.ToolChoice; tc {
+		case "auto", "required", "none":
+		default:
+			if !hasMCP && !checkEnum(tc, eff) {
+				c.errorf(c.loopAttr(a.Address, "tool_choice"), "Invalid value for tool_choice",
+					"%q is not \"auto\", \"required\", \"none\" or one of this agent's tools (%s).%s", tc, strings.Join(eff, ", "), suggest(tc, append(eff, "auto", "required", "none")))
+			}
+		}
+		if a.Reflect != nil && a.Reflect.Evaluator != "" && a.Loop.Mode != "reflect_and_retry" {
+			c.warnf(c.block(a.Address).DefRange.Ptr(), "Reflect block unused", "%s has a reflect block, but its mode is %s; the block takes effect in mode reflect_and_retry.", a.Address, a.Loop.Mode)
+		}
+		if (len(a.Tools) > 0 || len(a.Delegates) > 0) && len(a.Policies) == 0 && a.Loop.OnNoPolicy == "deny" {
+			c.warnf(c.attrRange(a.Address, "tools"), "Agent has tools but no policy",
+				"%s has tools but no policy, so every tool call will be denied (on_no_policy = \"deny\"). Add policies = [policy.NAME] with a rule that allows them, or set on_no_policy = \"allow\" in its loop block.", a.Address)
+		}
+	}
+}
+
+func (c *compiler) loopAttr(agent, attr string) *hcl.Range {
+	b := c.block(agent)
+	if lb := b.One("loop"); lb != nil && lb.Attrs[attr] != nil {
+		return lb.Attrs[attr].Expr.Range().Ptr()
+	}
+	return b.DefRange.Ptr()
+}
+
+// reachableModels lists the models an agent can call: its model, or every
+// model of its router.
+func (c *compiler) reachableModels(addr string) []string {
+	if strings.HasPrefix(addr, "router.") {
+		if r := c.p.Router(addr); r != nil {
+			return r.Models
+		}
+		return nil
+	}
+	if addr == "" {
+		return nil
+	}
+	return []string{addr}
+}
+
+// checkPricing refuses a cost limit that could not be accounted: a model
+// without pricing reachable under a budget with max_cost_usd.
+func (c *compiler) checkPricing() {
+	costBudget := func(addr string) (plan.Budget, bool) {
+		if addr == "" {
+			return plan.Budget{}, false
+		}
+		b := c.p.Budget(addr)
+		return b, b.MaxCostUSD > 0
+	}
+	for _, a := range c.p.Agents {
+		bu, ok := costBudget(a.Budget)
+		if !ok {
+			continue
+		}
+		c.checkPriced(a.Address, a.Model, bu, c.attrRange(a.Address, "model"))
+	}
+	for _, n := range c.p.BestOfN {
+		bu, ok := costBudget(n.Budget)
+		if !ok {
+			continue
+		}
+		if a := c.p.Agent(n.Agent); a != nil {
+			c.checkPriced(n.Address, a.Model, bu, c.attrRange(n.Address, "budget"))
+		}
+	}
+}
+
+func (c *compiler) checkPriced(who, modelAddr string, bu plan.Budget, subject *hcl.Range) {
+	for _, m := range c.reachableModels(modelAddr) {
+		if pm := c.p.Model(m); pm != nil && pm.Pricing == nil {
+			via := ""
+			if m != modelAddr {
+				via = " (through " + modelAddr + ")"
+			}
+			c.errorf(subject, "Model without pricing under a cost limit",
+				"%s is limited by %s (max_cost_usd = %g), but it can call %s%s, which has no pricing block, so its cost could not be accounted. Add pricing { input_usd_per_mtok = ..., output_usd_per_mtok = ... } to %s.",
+				who, bu.Address, bu.MaxCostUSD, m, via, m)
+		}
+	}
+}
+
+// checkPreflight checks that best-of-N estimates fit every aggregate limit of
+// its budget before any candidate starts.
+func (c *compiler) checkPreflight() {
+	for _, n := range c.p.BestOfN {
+		if n.Budget == "" {
+			continue
+		}
+		bu := c.p.Budget(n.Budget)
+		k := int64(n.Candidates)
+		e := n.Estimate
+		subject := c.attrRange(n.Address, "candidates")
+		fit := func(limit string, max, need int64, per string) {
+			if max > 0 && need > max {
+				c.errorf(subject, "Best-of-N does not fit its budget",
+					"%d candidates × %s = %d, more than %s %s = %d. Lower candidates, lower the estimates, or raise the limit.", k, per, need, bu.Address, limit, max)
+			}
+		}
+		fit("max_model_calls", bu.MaxModelCalls, satMul(k, satAdd(e.ModelCallsPerCandidate, e.ScorerModelCallsPerCandidate)),
+			fmt.Sprintf("(%d generation + %d scorer model calls)", e.ModelCallsPerCandidate, e.ScorerModelCallsPerCandidate))
+		fit("max_total_tokens", bu.MaxTotalTokens, satMul(k, satAdd(e.TotalTokensPerCandidate, e.ScorerTotalTokensPerCandidate)),
+			fmt.Sprintf("(%d generation + %d scorer tokens)", e.TotalTokensPerCandidate, e.ScorerTotalTokensPerCandidate))
+		if need := float64(k) * e.CostUSDPerCandidate; bu.MaxCostUSD > 0 && need > bu.MaxCostUSD {
+			c.errorf(subject, "Best-of-N does not fit its budget",
+				"%d candidates × $%g = $%g, more than %s max_cost_usd = $%g.", k, e.CostUSDPerCandidate, need, bu.Address, bu.MaxCostUSD)
+		}
+	}
+}
+
+func satAdd(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return 1<<63 - 1
+}
+
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if p := a * b; p/b == a {
+		return p
+	}
+	return 1<<63 - 1
+}
+
+// checkDelegationCycles finds agents that delegate to themselves through
+// other agents: such a chain could only end at the depth limit.
+func (c *compiler) checkDelegationCycles() {
+	edges := make(map[string][]string, len(c.p.Agents))
+	for _, a := range c.p.Agents {
+		edges[a.Address] = a.Delegates
+	}
+	c.findCycles(edges, func(cycle []string) {
+		c.errorf(c.attrRange(cycle[0], "delegates"), "Delegation cycle", "These agents delegate to each other in a cycle: %s.", strings.Join(cycle, " → "))
+	})
+}
+
+// checkRecoveryCycles finds tools whose recovery falls back, directly or
+// through other tools' recoveries, to themselves.
+func (c *compiler) checkRecoveryCycles() {
+	edges := make(map[string][]string, len(c.p.Tools))
+	for _, t := range c.p.Tools {
+		if t.Recovery == "" {
+			continue
+		}
+		r := c.p.Recovery(t.Recovery)
+		if r == nil {
+			continue
+		}
+		for _, s := range r.Strategies {
+			if s.Fallback != nil {
+				edges[t.Address] = append(edges[t.Address], s.Fallback.Tools...)
+			}
+		}
+	}
+	c.findCycles(edges, func(cycle []string) {
+		c.errorf(c.attrRange(cycle[0], "recovery"), "Recovery cycle", "These tools fall back to each other in a cycle: %s. A fallback chain must end.", strings.Join(cycle, " → "))
+	})
+}
+
+// findCycles reports each cycle once, by an iterative depth-first search so
+// deep chains cannot exhaust the stack.
+func (c *compiler) findCycles(edges map[string][]string, report func([]string)) {
+	state := make(map[string]int, len(edges))
+	for _, start := range keys(edges) {
+		if state[start] != 0 {
+			continue
+		}
+		type frame struct {
+			node string
+			next int
+		}
+		stack := []frame{{start, 0}}
+		onStack := map[string]int{start: 0}
+		state[start] = 1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next >= len(edges[top.node]) {
+				state[top.node] = 2
+				delete(onStack, top.node)
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			next := edges[top.node][top.next]
+			top.next++
+			switch state[next] {
+			case 0:
+				state[next] = 1
+				onStack[next] = len(stack)
+				stack = append(stack, frame{next, 0})
+			case 1:
+				i := onStack[next]
+				cycle := make([]string, 0, len(stack)-i+1)
+				for _, f := range stack[i:] {
+					cycle = append(cycle, f.node)
+				}
+				report(append(cycle, next))
+			}
+		}
+	}
+}
+
+// checkPolicies prepares every policy as the engine will (Rego compiled and
+// its query prepared, Cedar parsed and validated against its schema) and
+// reports a failure on the policy block.
+func (c *compiler) checkPolicies() {
+	for _, pol := range c.p.Policies {
+		if pol.Kind == "" || (pol.Kind == "opa" && len(pol.OPA.Modules) == 0) || (pol.Kind == "cedar" && len(pol.Cedar.Policies) == 0) {
+			continue // already reported
+		}
+		if _, err := policy.FromPlan(c.ctx, c.p, pol.Address, c.baseDir); err != nil {
+			var les policy.LoadErrors
+			if errors.As(err, &les) && len(les) > 0 {
+				for _, le := range les {
+					c.errorf(c.block(pol.Address).DefRange.Ptr(), "Invalid "+kindName(pol.Kind)+" policy", "%s.", strings.TrimSuffix(le.Error(), "."))
+				}
+				continue
+			}
+			c.errorf(c.block(pol.Address).DefRange.Ptr(), "Invalid "+kindName(pol.Kind)+" policy", "%s.", strings.TrimSuffix(err.Error(), "."))
+		}
+	}
+}
+
+func kindName(k string) string {
+	switch k {
+	case "opa":
+		return "Rego"
+	case "cedar":
+		return "Cedar"
+	}
+	return k
+}
+
+func (c *compiler) checkSchema(a *hcl.Attribute, raw []byte) {
+	if err := builtins.CompileSchema(raw); err != nil {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid JSON Schema", "parameters is not a valid JSON Schema: %s.", err)
+	}
+}
+
+// warnUnused warns about tools no agent can use and profiles that keep no
+// tool. Neither is wrong, but both are usually a mistake.
+func (c *compiler) warnUnused() {
+	used := make(map[string]bool, len(c.p.Tools))
+	for _, a := range c.p.Agents {
+		for _, t := range a.Tools {
+			used[t] = true
+		}
+		if a.PreHydrate != nil {
+			for _, t := range a.PreHydrate.Resolvers {
+				used[t] = true
+			}
+		}
+	}
+	for _, r := range c.p.Recoveries {
+		for _, s := range r.Strategies {
+			if s.Fallback != nil {
+				for _, t := range s.Fallback.Tools {
+					used[t] = true
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(c.p.Tools))
+	for _, t := range c.p.Tools {
+		names = append(names, strings.TrimPrefix(t.Address, "tool."))
+		if !used[t.Address] {
+			c.warnf(c.block(t.Address).DefRange.Ptr(), "Tool not used", "No agent lists %s in its tools, so it can never be called.", t.Address)
+		}
+	}
+	if len(c.p.MCPServers) > 0 {
+		return // an MCP server's tools are known only at run time
+	}
+	for _, tp := range c.p.ToolProfiles {
+		if len(builtins.ApplyProfile(names, tp.Include, tp.Exclude, 0)) == 0 {
+			c.warnf(c.block(tp.Address).DefRange.Ptr(), "Tool profile matches no tool", "%s keeps none of the configured tools (%d declared).", tp.Address, len(names))
+		}
+	}
+}

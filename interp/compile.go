@@ -1,0 +1,231 @@
+package interp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// Options are a compilation's inputs beyond the files.
+type Options struct {
+	Vars      map[string]string // --var name=value, strongest
+	VarFiles  []string          // --var-file, later files win
+	LookupEnv func(string) (string, bool)
+	// Validate compiles with unknown values for variables that have no value,
+	// so that validation and planning run the same checks.
+	Validate bool
+	// Context bounds policy preparation; nil means context.Background().
+	Context context.Context
+}
+
+// Config is a compiled configuration.
+type Config struct {
+	Plan    *plan.Plan
+	BaseDir string               // the configuration directory; plan paths are relative to it
+	Files   map[string]*hcl.File // by the name used in diagnostics
+	Scope   *hcl.EvalContext     // var.*, local.*, every block as an object, and the functions
+}
+
+// Compile reads a .hcl file or a directory of them as one configuration and
+// compiles it. It returns every diagnostic; Config is nil only when nothing
+// could be read, and its Plan is not to be run when diagnostics have errors.
+func Compile(path string, opts Options) (*Config, hcl.Diagnostics) {
+	baseDir, srcs, diags := readSources(path)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	cfg, ds := compileSources(baseDir, srcs, opts)
+	return cfg, append(diags, ds...)
+}
+
+func readSources(path string) (string, []lang.Source, hcl.Diagnostics) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read configuration",
+			Detail:   err.Error(),
+		}}
+	}
+	var names []string
+	baseDir := path
+	if info.IsDir() {
+		matches, err := filepath.Glob(filepath.Join(path, "*.hcl"))
+		if err != nil {
+			return "", nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration", Detail: err.Error()}}
+		}
+		names = matches
+		if len(names) == 0 {
+			return "", nil, hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "No configuration files",
+				Detail:   fmt.Sprintf("The directory %s holds no *.hcl files.", path),
+			}}
+		}
+	} else {
+		baseDir = filepath.Dir(path)
+		names = []string{path}
+	}
+	sort.Strings(names)
+	var diags hcl.Diagnostics
+	srcs := make([]lang.Source, 0, len(names))
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read configuration file",
+				Detail:   err.Error(),
+				Subject:  &hcl.Range{Filename: n, Start: hcl.InitialPos, End: hcl.InitialPos},
+			})
+			continue
+		}
+		srcs = append(srcs, lang.Source{Name: n, Bytes: b})
+	}
+	return baseDir, srcs, diags
+}
+
+// compiler holds one compilation's state.
+type compiler struct {
+	opts    Options
+	ctx     context.Context
+	baseDir string
+	mod     *lang.Module
+	diags   hcl.Diagnostics
+	funcs   map[string]function.Function
+	scope   *hcl.EvalContext
+	symbols map[string]map[string]*lang.Block // kind -> name -> block
+	varDecl map[string]*lang.Block
+	locals  map[string]*hcl.Attribute
+	reads   map[string]plan.FileRef // by path relative to baseDir
+	rel     map[string]string       // diagnostic filename -> plan filename
+	p       *plan.Plan
+}
+
+func compileSources(baseDir string, srcs []lang.Source, opts Options) (*Config, hcl.Diagnostics) {
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	c := &compiler{
+		opts:    opts,
+		ctx:     opts.Context,
+		baseDir: baseDir,
+		reads:   map[string]plan.FileRef{},
+		rel:     map[string]string{},
+		p:       &plan.Plan{FormatVersion: plan.FormatVersion},
+	}
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	mod, diags := lang.Parse(srcs)
+	c.mod = mod
+	c.diags = diags
+	c.warnEmpty(srcs)
+	c.funcs = c.functions()
+	c.collectSymbols()
+	c.evalVariables()
+	c.evalLocals()
+	c.buildSettings()
+	c.buildBlocks()
+	c.p.Sort()
+	c.check()
+	c.recordSources(srcs)
+	c.p.Sort()
+	cfg := &Config{Plan: c.p, BaseDir: baseDir, Files: mod.Files}
+	cfg.Scope = c.buildScope()
+	return cfg, c.diags
+}
+
+func (c *compiler) warnEmpty(srcs []lang.Source) {
+	for _, s := range srcs {
+		if len(s.Bytes) == 0 {
+			c.diags = append(c.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagWarning,
+				Summary:  "Empty configuration file",
+				Detail:   fmt.Sprintf("%s is empty; it contributes nothing to the configuration.", s.Name),
+				Subject:  &hcl.Range{Filename: s.Name, Start: hcl.InitialPos, End: hcl.InitialPos},
+			})
+		}
+	}
+}
+
+// recordSources adds the configuration files to Plan.Files and computes the
+// source hash over them in path order.
+func (c *compiler) recordSources(srcs []lang.Source) {
+	type entry struct {
+		path string
+		b    []byte
+	}
+	entries := make([]entry, 0, len(srcs))
+	for _, s := range srcs {
+		entries = append(entries, entry{c.relPath(s.Name), s.Bytes})
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+	h := sha256.New()
+	var n [8]byte
+	for _, e := range entries {
+		binary.BigEndian.PutUint64(n[:], uint64(len(e.path)))
+		h.Write(n[:])
+		h.Write([]byte(e.path))
+		binary.BigEndian.PutUint64(n[:], uint64(len(e.b)))
+		h.Write(n[:])
+		h.Write(e.b)
+		c.reads[e.path] = plan.NewFileRef(e.path, e.b)
+	}
+	c.p.SourceHash = hex.EncodeToString(h.Sum(nil))
+	c.p.Files = make([]plan.FileRef, 0, len(c.reads))
+	for _, f := range c.reads {
+		c.p.Files = append(c.p.Files, f)
+	}
+}
+
+// relPath turns a path as read into one relative to the configuration
+// directory, with forward slashes, so plans do not depend on where they were made.
+func (c *compiler) relPath(name string) string {
+	if r, ok := c.rel[name]; ok {
+		return r
+	}
+	r := name
+	if rel, err := filepath.Rel(c.baseDir, name); err == nil {
+		r = rel
+	}
+	r = filepath.ToSlash(r)
+	c.rel[name] = r
+	return r
+}
+
+// prange converts a source range into a plan range.
+func (c *compiler) prange(r hcl.Range) plan.Range {
+	if r.Filename == "" {
+		return plan.Range{}
+	}
+	return plan.Range{Filename: c.relPath(r.Filename), Line: r.Start.Line, Column: r.Start.Column}
+}
+
+// LoadPlanFile reads a plan saved by `symbi plan -out`.
+func LoadPlanFile(path string) (*plan.Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Decode(b)
+}
+
+func (c *compiler) errorf(subject *hcl.Range, summary, format string, args ...any) {
+	c.diags = append(c.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: subject})
+}
+
+func (c *compiler) warnf(subject *hcl.Range, summary, format string, args ...any) {
+	c.diags = append(c.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: subject})
+}

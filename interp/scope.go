@@ -1,0 +1,143 @@
+package interp
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/stdlib"
+)
+
+// buildScope makes the configuration's scope for the REPL: var.*, local.*,
+// every block as an object with the plan's field names (agent.x.loop.mode),
+// and the functions. file() reads against the configuration directory.
+func (c *compiler) buildScope() *hcl.EvalContext {
+	vars := map[string]cty.Value{}
+	if c.scope != nil {
+		for k, v := range c.scope.Variables {
+			vars[k] = v
+		}
+	}
+	groups := map[string]map[string]cty.Value{}
+	add := func(addr string, entity any) {
+		kind, name, ok := strings.Cut(addr, ".")
+		if !ok {
+			return
+		}
+		v, err := toCty(entity)
+		if err != nil {
+			return
+		}
+		if groups[kind] == nil {
+			groups[kind] = map[string]cty.Value{}
+		}
+		groups[kind][name] = v
+	}
+	p := c.p
+	for i := range p.Models {
+		add(p.Models[i].Address, p.Models[i])
+	}
+	for i := range p.Routers {
+		add(p.Routers[i].Address, p.Routers[i])
+	}
+	for i := range p.Tools {
+		add(p.Tools[i].Address, p.Tools[i])
+	}
+	for i := range p.MCPServers {
+		add(p.MCPServers[i].Address, p.MCPServers[i])
+	}
+	for i := range p.ToolProfiles {
+		add(p.ToolProfiles[i].Address, p.ToolProfiles[i])
+	}
+	for i := range p.Policies {
+		add(p.Policies[i].Address, p.Policies[i])
+	}
+	for i := range p.PolicyTests {
+		add(p.PolicyTests[i].Address, p.PolicyTests[i])
+	}
+	for i := range p.Budgets {
+		add(p.Budgets[i].Address, p.Budgets[i])
+	}
+	for i := range p.Recoveries {
+		add(p.Recoveries[i].Address, p.Recoveries[i])
+	}
+	for i := range p.Knowledge {
+		add(p.Knowledge[i].Address, p.Knowledge[i])
+	}
+	for i := range p.Agents {
+		add(p.Agents[i].Address, p.Agents[i])
+	}
+	for i := range p.BestOfN {
+		add(p.BestOfN[i].Address, p.BestOfN[i])
+	}
+	for kind, m := range groups {
+		vars[kind] = cty.ObjectVal(m)
+	}
+	return &hcl.EvalContext{
+		Variables: vars,
+		Functions: stdlib.Functions(stdlib.Options{BaseDir: c.baseDir, LookupEnv: c.opts.LookupEnv}),
+	}
+}
+
+// toCty converts a plan value through its JSON form, so the REPL sees the
+// same field names as the plan.
+func toCty(v any) (cty.Value, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	ty, err := ctyjson.ImpliedType(b)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return ctyjson.Unmarshal(b, ty)
+}
+
+// EvalDeferred evaluates a deferred expression at run time with the given
+// run-time variables (for example "candidate") and the functions; env() reads
+// through lookupEnv (os.LookupEnv when nil).
+func EvalDeferred(e plan.Expr, vars map[string]cty.Value, lookupEnv func(string) (string, bool)) (cty.Value, hcl.Diagnostics) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	name := e.Range.Filename
+	if name == "" {
+		name = "<deferred>"
+	}
+	start := hcl.Pos{Line: max(e.Range.Line, 1), Column: max(e.Range.Column, 1)}
+	expr, diags := hclsyntax.ParseExpression([]byte(e.Source), name, start)
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	ctx := &hcl.EvalContext{
+		Variables: vars,
+		Functions: stdlib.Functions(stdlib.Options{LookupEnv: lookupEnv}),
+	}
+	v, ds := expr.Value(ctx)
+	return v, append(diags, ds...)
+}
+
+// EvalString returns a plan.String's value: the literal, or its deferred
+// expression evaluated now.
+func EvalString(s plan.String, lookupEnv func(string) (string, bool)) (string, error) {
+	if s.Deferred == nil {
+		return s.Value, nil
+	}
+	v, diags := EvalDeferred(*s.Deferred, nil, lookupEnv)
+	if diags.HasErrors() {
+		return "", fmt.Errorf("%s: %w", s.Deferred.Range, diags)
+	}
+	v, err := convert.Convert(v, cty.String)
+	if err != nil || v.IsNull() || !v.IsKnown() {
+		return "", fmt.Errorf("%s: the expression must give a string", s.Deferred.Range)
+	}
+	return v.AsString(), nil
+}
