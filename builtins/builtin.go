@@ -15,21 +15,15 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/symbi-dev/symbi/knowledge"
 )
 
-// Fact is one subject-predicate-object fact with a confidence in [0, 1].
-type Fact struct {
-	Subject    string  `json:"subject"`
-	Predicate  string  `json:"predicate"`
-	Object     string  `json:"object"`
-	Confidence float64 `json:"confidence"`
-}
-
 // KnowledgeStore is what recall_knowledge and store_knowledge need from a
-// knowledge store.
+// knowledge store; *knowledge.Store satisfies it.
 type KnowledgeStore interface {
-	Put(ctx context.Context, f Fact) error
-	Recall(ctx context.Context, query string, limit int) ([]Fact, error)
+	Put(ctx context.Context, f knowledge.Fact) error
+	Recall(ctx context.Context, query string, limit int, threshold float64) ([]knowledge.Scored, error)
 }
 
 type builtinSpec struct {
@@ -89,8 +83,8 @@ var builtinSpecs = map[string]builtinSpec{
 		run:         func(tb *Toolbox) runFunc { return tb.runDelegate },
 	},
 	"recall_knowledge": {
-		description: "Search the knowledge store for facts relevant to a query.",
-		schema:      `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50}},"required":["query"],"additionalProperties":false}`,
+		description: "Search the knowledge store for facts relevant to a query, or read the conventions that apply in a directory (scope conventions).",
+		schema:      `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50},"scope":{"enum":["facts","conventions"],"description":"facts (default) or the conventions that apply in dir"},"dir":{"type":"string","description":"conventions: a directory inside the workspace"}},"required":["query"],"additionalProperties":false}`,
 		effect:      "read",
 		idempotent:  true,
 		run:         func(tb *Toolbox) runFunc { return tb.runRecall },
@@ -369,9 +363,14 @@ func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit in
 	var a struct {
 		Query string
 		Limit int
+		Scope string
+		Dir   string
 	}
 	if err := decodeArgs(args, &a); err != nil {
 		return "", false, err
+	}
+	if a.Scope == "conventions" {
+		return tb.runConventions(a.Dir, limit)
 	}
 	if tb.opts.Knowledge == nil {
 		return "", false, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
@@ -379,7 +378,7 @@ func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit in
 	if a.Limit == 0 {
 		a.Limit = 5
 	}
-	facts, err := tb.opts.Knowledge.Recall(ctx, a.Query, a.Limit)
+	facts, err := tb.opts.Knowledge.Recall(ctx, a.Query, a.Limit, tb.opts.RelevanceThreshold)
 	if err != nil {
 		return "", false, err
 	}
@@ -388,7 +387,7 @@ func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit in
 	}
 	var b strings.Builder
 	for _, f := range facts {
-		line := fmt.Sprintf("%s %s %s (confidence %.2f)\n", f.Subject, f.Predicate, f.Object, f.Confidence)
+		line := fmt.Sprintf("%s (confidence %.2f, relevance %.2f)\n", f.Text(), f.Confidence, f.Score)
 		if b.Len()+len(line) > limit {
 			return b.String(), true, nil
 		}
@@ -397,19 +396,59 @@ func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit in
 	return b.String(), false, nil
 }
 
+// runConventions reads the conventions files that apply in dir, walking up
+// to the workspace root and no further.
+func (tb *Toolbox) runConventions(dir string, limit int) (string, bool, error) {
+	if tb.opts.Conventions == "" {
+		return "", false, fail(Error, "", fmt.Errorf("conventions: %w", ErrNotConfigured))
+	}
+	root, rel, err := tb.workspacePath(dir)
+	if err != nil {
+		return "", false, err
+	}
+	ws := root.Name()
+	root.Close()
+	convs, err := knowledge.Conventions(filepath.Join(ws, rel), ws, tb.opts.Conventions)
+	if err != nil {
+		return "", false, fail(Error, "", err)
+	}
+	if len(convs) == 0 {
+		return "no conventions apply", false, nil
+	}
+	var b strings.Builder
+	for _, c := range convs {
+		d, _ := filepath.Rel(ws, c.Dir)
+		fmt.Fprintf(&b, "## conventions for %s\n%s\n", filepath.ToSlash(d), strings.TrimSpace(c.Text))
+	}
+	s := b.String()
+	if len(s) > limit {
+		return cutUTF8(s[:limit]), true, nil
+	}
+	return s, false, nil
+}
+
 func (tb *Toolbox) runStore(ctx context.Context, args json.RawMessage, _ int) (string, bool, error) {
-	var f Fact
-	f.Confidence = 1
-	if err := decodeArgs(args, &f); err != nil {
+	var a struct {
+		Subject, Predicate, Object string
+		Confidence                 *float64
+	}
+	if err := decodeArgs(args, &a); err != nil {
 		return "", false, err
 	}
 	if tb.opts.Knowledge == nil {
 		return "", false, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
 	}
+	f := knowledge.Fact{Subject: a.Subject, Predicate: a.Predicate, Object: a.Object, Confidence: 1, Source: tb.opts.Agent}
+	if a.Confidence != nil {
+		f.Confidence = *a.Confidence
+	}
 	if err := tb.opts.Knowledge.Put(ctx, f); err != nil {
+		if errors.Is(err, knowledge.ErrInvalidFact) {
+			return "", false, fail(InvalidArguments, "", err)
+		}
 		return "", false, err
 	}
-	return fmt.Sprintf("stored: %s %s %s", f.Subject, f.Predicate, f.Object), false, nil
+	return "stored: " + f.Text(), false, nil
 }
 
 // readCapped reads at most limit bytes; truncated says there was more.

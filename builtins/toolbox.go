@@ -35,8 +35,18 @@ type Options struct {
 	// value at call time. Resolved values are secrets: never log them. Nil
 	// resolves only strings known at compile time.
 	Resolve func(plan.String) (string, error)
-	// Knowledge backs recall_knowledge and store_knowledge.
+	// Knowledge backs recall_knowledge and store_knowledge; a
+	// *knowledge.Store fits.
 	Knowledge KnowledgeStore
+	// RelevanceThreshold is the least relevance a recalled fact needs (the
+	// agent's knowledge.relevance_threshold).
+	RelevanceThreshold float64
+	// Conventions is the knowledge block's conventions name: recall_knowledge
+	// with scope "conventions" reads <dir>/<name>.md and <dir>/<name>/*.md
+	// from the given directory up to the workspace root.
+	Conventions string
+	// Agent is the agent's address, recorded as the source of stored facts.
+	Agent string
 	// Delegate runs another agent for the delegate tool.
 	Delegate func(ctx context.Context, target, task string) (string, error)
 	// Now and Sleep drive circuit breakers, cached results and backoff.

@@ -1,0 +1,4 @@
+#!/bin/sh
+# Prints 4 GiB: the executor must stop reading at max_output_bytes and kill
+# the whole pipeline.
+head -c 4294967296 /dev/zero | tr '\0' 'x'
