@@ -90,3 +90,29 @@ func summary(diags hcl.Diagnostics) string {
 	}
 	return fmt.Sprintf("%d error(s), %d warning(s)", e, w)
 }
+
+// singleDashLongFlags rewrites -json to --json (and -out=x to --out=x) when
+// the command being run has a long flag of that name, so the Go-style single
+// dash that the documentation uses works with cobra.
+func singleDashLongFlags(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return args
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) > 1 && cmd.Flags().Lookup(name) != nil {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}

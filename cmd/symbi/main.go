@@ -70,7 +70,7 @@ func main() { os.Exit(run(context.Background(), os.Args[1:])) }
 // call it through testscript.
 func run(ctx context.Context, args []string) int {
 	root := newRootCmd()
-	root.SetArgs(args)
+	root.SetArgs(singleDashLongFlags(root, args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
