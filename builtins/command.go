@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,9 +24,9 @@ import (
 // in symbi's environment do not leak into tools by accident.
 var baseEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"}
 
-// waitDelay bounds how long Wait waits for stdout and stderr to close after
-// the tool exited or was killed: a child that inherited the pipes must not
-// hang the call.
+// waitDelay bounds how long the output is drained after the tool's group was
+// killed: a process that escaped the group (setsid) and inherited the pipes
+// must not hang the call.
 const waitDelay = 500 * time.Millisecond
 
 // maxStderr is how much of a tool's stderr is kept (its tail) for messages.
@@ -114,12 +115,48 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		cmd.WaitDelay = waitDelay
 		stdout := &capWriter{limit: limit, onOverflow: func() { _ = killGroup() }}
 		stderr := &tailWriter{max: maxStderr}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		if err := cmd.Start(); err != nil {
+		// Our own pipes rather than exec's copying goroutines, so Wait
+		// returns when the tool exits even if a child still holds stdout;
+		// the group is killed then, which closes the pipes.
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return "", false, fail(Error, "", err)
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			return "", false, fail(Error, "", err)
+		}
+		cmd.Stdout, cmd.Stderr = outW, errW
+		err = cmd.Start()
+		outW.Close()
+		errW.Close()
+		if err != nil {
+			outR.Close()
+			errR.Close()
 			return "", false, fail(Error, "", fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err))
 		}
+		drained := make(chan struct{})
+		go func() {
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(stdout, outR) }()
+			go func() { defer wg.Done(); _, _ = io.Copy(stderr, errR) }()
+			wg.Wait()
+			close(drained)
+		}()
 		werr := cmd.Wait()
 		_ = killGroup()
+		select {
+		case <-drained:
+		case <-time.After(waitDelay):
+			// A process that left the group (setsid) still holds a pipe:
+			// stop reading rather than hang.
+		}
+		outR.Close()
+		errR.Close()
+		<-drained
 		out, over := stdout.result()
 		if over {
 			// The cap was reached: the output so far is the (bounded) result.
@@ -130,9 +167,7 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		}
 		var ee *exec.ExitError
 		switch {
-		case werr == nil, errors.Is(werr, exec.ErrWaitDelay):
-			// ErrWaitDelay: the tool exited 0 but a child held stdout open;
-			// the child is gone now and the output read so far stands.
+		case werr == nil:
 			return out, false, nil
 		case errors.As(werr, &ee):
 			code := ee.ExitCode()
