@@ -96,6 +96,9 @@ func (o *OPA) Decide(ctx context.Context, in Input) Decision {
 }
 
 func (o *OPA) decide(ctx context.Context, in Input, tracer topdown.QueryTracer) Decision {
+	if err := ctx.Err(); err != nil {
+		return o.deny("opa: not decided: %v", err)
+	}
 	input, err := inputValue(in)
 	if err != nil {
 		return o.deny("opa: building the input: %v", err)

@@ -1,0 +1,262 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// fakeClock advances by step every time it is read, so a timeout arrives
+// after a known number of polls without waiting for it.
+type fakeClock struct {
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.t
+	c.t = c.t.Add(c.step)
+	return now
+}
+
+func newQueueApprover(t *testing.T, clock *fakeClock) (*QueueApprover, *Queue) {
+	q := NewQueue(t.TempDir())
+	if clock != nil {
+		q.Now = clock.Now
+	}
+	return &QueueApprover{Queue: q, Timeout: time.Hour, Interval: time.Millisecond, NewID: func() string { return "req1" }}, q
+}
+
+// waitPending waits until the approver has submitted its request.
+func waitPending(t *testing.T, q *Queue) Request {
+	t.Helper()
+	for {
+		reqs, err := q.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reqs) > 0 {
+			return reqs[0]
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type approveResult struct {
+	rec ApprovalRecord
+	err error
+}
+
+func approveAsync(ctx context.Context, a Approver, req Request) <-chan approveResult {
+	ch := make(chan approveResult, 1)
+	go func() {
+		rec, err := a.Approve(ctx, req)
+		ch <- approveResult{rec, err}
+	}()
+	return ch
+}
+
+func TestQueueApproveAndDeny(t *testing.T) {
+	for _, approved := range []bool{true, false} {
+		a, q := newQueueApprover(t, nil)
+		done := approveAsync(context.Background(), a, Request{Agent: "researcher", Action: toolCall("shell", `{"cmd":"rm x"}`), Reason: "rm needs a person"})
+		req := waitPending(t, q)
+		if req.ID != "req1" || req.Agent != "researcher" || req.Action.Tool != "shell" || !req.Expires.After(req.Created) {
+			t.Fatalf("pending request %+v", req)
+		}
+		if _, err := q.Decide("req1", approved, "alice", "checked"); err != nil {
+			t.Fatal(err)
+		}
+		res := <-done
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if res.rec.Approved != approved || res.rec.By != "alice" || res.rec.Via != "queue" || res.rec.Reason != "checked" || res.rec.At.IsZero() {
+			t.Errorf("record %+v, want approved=%v by alice", res.rec, approved)
+		}
+		if _, err := os.Stat(q.requestPath("req1")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("request file left behind: %v", err)
+		}
+	}
+}
+
+func TestQueueTimeoutIsDeny(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: 10 * time.Minute}
+	a, q := newQueueApprover(t, clock)
+	rec, err := a.Approve(context.Background(), Request{Agent: "researcher", Action: toolCall("shell", `{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Approved || rec.Via != "timeout" || !strings.Contains(rec.Reason, "a timeout is a deny") {
+		t.Errorf("record %+v, want a timeout deny", rec)
+	}
+	if _, err := q.Decide("req1", true, "late", ""); !errors.Is(err, ErrUnknownRequest) {
+		t.Errorf("late approval: got %v, want ErrUnknownRequest", err)
+	}
+}
+
+func TestQueueHonoursContext(t *testing.T) {
+	a, q := newQueueApprover(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := approveAsync(ctx, a, Request{Agent: "researcher", Action: toolCall("shell", `{}`)})
+	waitPending(t, q)
+	cancel()
+	if res := <-done; !errors.Is(res.err, context.Canceled) {
+		t.Errorf("got %+v, want context.Canceled", res)
+	}
+	if reqs, _ := q.Pending(); len(reqs) != 0 {
+		t.Errorf("a cancelled request is still pending: %+v", reqs)
+	}
+}
+
+func TestQueueDecideErrors(t *testing.T) {
+	q := NewQueue(t.TempDir())
+	if err := q.Submit(Request{ID: "r2", Agent: "a", Action: toolCall("shell", `{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Decide("r2", true, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Decide("r2", false, "bob", ""); !errors.Is(err, ErrAlreadyDecided) {
+		t.Errorf("second decision: got %v, want ErrAlreadyDecided", err)
+	}
+	for _, id := range []string{"nope", "../etc/passwd", "", "a/b"} {
+		if _, err := q.Decide(id, true, "alice", ""); !errors.Is(err, ErrUnknownRequest) {
+			t.Errorf("Decide(%q): got %v, want ErrUnknownRequest", id, err)
+		}
+	}
+	// Decided requests and stray temporary or torn files are not pending.
+	os.WriteFile(filepath.Join(q.Dir, ".tmp-123"), []byte(`{"id":`), 0o644)
+	os.WriteFile(filepath.Join(q.Dir, "torn.request.json"), []byte(`{"id":"torn",`), 0o644)
+	if reqs, err := q.Pending(); err != nil || len(reqs) != 0 {
+		t.Errorf("pending %+v %v, want none", reqs, err)
+	}
+}
+
+func TestQueueConcurrentDecisionsOneWins(t *testing.T) {
+	q := NewQueue(t.TempDir())
+	if err := q.Submit(Request{ID: "race", Agent: "a", Action: toolCall("shell", `{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := q.Decide("race", i%2 == 0, "p", "")
+			if err == nil {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			} else if !errors.Is(err, ErrAlreadyDecided) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Errorf("%d decisions won, want exactly 1", wins)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{Ask: []string{"shell"}, Deny: []string{"write_file"}}))
+	c := NewChain(links(t, p, "policy.rules"), "deny", nil)
+	ask := c.Gate(context.Background(), input(p, toolCall("shell", `{"cmd":"rm x"}`)))
+	if !ask.Ask || ask.Approved.Valid() {
+		t.Fatalf("want an ask verdict, got %+v", ask)
+	}
+	for _, approved := range []bool{true, false} {
+		a, q := newQueueApprover(t, nil)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			waitPending(t, q)
+			q.Decide("req1", approved, "alice", "")
+		}()
+		got, rec, err := c.Resolve(context.Background(), ask, a, Request{Agent: "researcher"})
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Valid() != approved || rec.Approved != approved || rec.By != "alice" {
+			t.Errorf("approved=%v: valid %v, record %+v", approved, got.Valid(), rec)
+		}
+		if approved {
+			ds := got.Decisions()
+			if len(ds) != 2 || ds[1].Engine != "person" || ds[1].Outcome != Allow || got.Action().Tool != "shell" {
+				t.Errorf("approved decisions %+v", ds)
+			}
+		}
+	}
+	deny := c.Gate(context.Background(), input(p, toolCall("write_file", `{}`)))
+	if _, _, err := c.Resolve(context.Background(), deny, nil, Request{}); !errors.Is(err, ErrNotAskable) {
+		t.Errorf("resolving a deny: got %v, want ErrNotAskable", err)
+	}
+}
+
+func TestTerminalApprover(t *testing.T) {
+	req := Request{ID: "t1", Agent: "researcher", Action: toolCall("shell", `{"cmd":"rm x"}`), Reason: "rm needs a person"}
+	for _, tc := range []struct {
+		answer   string
+		approved bool
+		reason   string
+	}{
+		{"y\n", true, ""},
+		{"YES fine by me\n", true, "fine by me"},
+		{"n too risky\n", false, "too risky"},
+		{"\n", false, "denied at the terminal by alice"},
+		{"", false, "terminal closed"},
+	} {
+		var out strings.Builder
+		a := NewTerminalApprover(strings.NewReader(tc.answer), &out, "alice")
+		rec, err := a.Approve(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Approved != tc.approved || !strings.Contains(rec.Reason, tc.reason) || rec.By != "alice" || rec.Via != "terminal" {
+			t.Errorf("answer %q: record %+v", tc.answer, rec)
+		}
+		for _, want := range []string{`agent researcher wants to run tool_call "shell"`, `{"cmd":"rm x"}`, "rm needs a person", "[y/N]"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("prompt lacks %q: %s", want, out.String())
+			}
+		}
+	}
+}
+
+func TestTerminalApproverTimeoutAndContext(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	a := NewTerminalApprover(r, io.Discard, "alice")
+	a.Timeout = time.Millisecond
+	rec, err := a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)})
+	if err != nil || rec.Approved || rec.Via != "timeout" {
+		t.Errorf("timeout: %+v %v", rec, err)
+	}
+	a.Timeout = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.Approve(ctx, Request{Action: toolCall("shell", `{}`)}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: got %v", err)
+	}
+	// The line typed after a timed-out prompt answers the next prompt.
+	done := approveAsync(context.Background(), a, Request{Action: toolCall("shell", `{}`)})
+	io.WriteString(w, "y\n")
+	if res := <-done; res.err != nil || !res.rec.Approved {
+		t.Errorf("next prompt: %+v", res)
+	}
+}

@@ -1,0 +1,186 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/symbi-dev/symbi/plan"
+)
+
+const toolsCedar = `// Researchers may read; writes ask a person; destructive tools are forbidden.
+@id("read")
+permit (principal == Symbi::Agent::"researcher", action == Symbi::Action::"call_tool", resource)
+when { resource.effect == "read" };
+
+@id("write")
+@ask("writes need a person")
+permit (principal, action == Symbi::Action::"call_tool", resource)
+when { resource.effect == "write" };
+
+@id("no-destructive")
+@reason("destructive tools are not allowed")
+forbid (principal, action == Symbi::Action::"call_tool", resource)
+when { resource.effect == "destructive" };
+
+@id("spend")
+@reason("over the spend limit")
+forbid (principal, action, resource)
+when { context.usage.cost_usd.greaterThan(decimal("0.5")) };
+
+@id("delegate")
+permit (principal in Symbi::Team::"research", action == Symbi::Action::"delegate", resource == Symbi::Agent::"critic");
+
+@id("respond")
+permit (principal, action == Symbi::Action::"respond", resource)
+unless { context.arguments has content && context.arguments.content like "*secret*" };
+
+permit (principal, action == Symbi::Action::"terminate", resource) when { resource == principal };
+`
+
+const toolsSchema = `namespace Symbi {
+  entity Team;
+  entity Agent in [Team];
+  entity Tool {
+    effect: String,
+    tags: Set<String>,
+    idempotent?: Bool,
+  };
+  type Usage = {
+    model_calls: Long, tool_calls: Long, prompt_tokens: Long,
+    completion_tokens: Long, total_tokens: Long, cost_usd: decimal,
+  };
+  action call_tool appliesTo {
+    principal: Agent, resource: Tool,
+    context: { arguments: { cmd?: String, query?: String, path?: String }, effect: String, iteration: Long, usage: Usage },
+  };
+  action delegate appliesTo {
+    principal: Agent, resource: Agent,
+    context: { arguments: { target?: String, task?: String }, effect: String, iteration: Long, usage: Usage },
+  };
+  action respond, terminate appliesTo {
+    principal: Agent, resource: Agent,
+    context: { arguments: { content?: String, reason?: String }, effect: String, iteration: Long, usage: Usage },
+  };
+}
+`
+
+const entitiesJSON = `[
+  {"uid": {"type": "Symbi::Agent", "id": "researcher"}, "attrs": {}, "parents": [{"type": "Symbi::Team", "id": "research"}]},
+  {"uid": {"type": "Symbi::Team", "id": "research"}, "attrs": {}, "parents": []}
+]`
+
+func cedarPlan(withSchema bool, policies ...plan.FileRef) *plan.Plan {
+	pol := cedarPolicy("policy.access", policies...)
+	ents := file("policies/entities.json", entitiesJSON)
+	pol.Cedar.Entities = &ents
+	if withSchema {
+		s := file("policies/symbi.cedarschema", toolsSchema)
+		pol.Cedar.Schema = &s
+	}
+	return testPlan(pol)
+}
+
+func TestCedarDecisions(t *testing.T) {
+	p := cedarPlan(true, file("policies/tools.cedar", toolsCedar))
+	g := mustGate(t, p, "policy.access")
+	spent := input(p, toolCall("web_search", `{"query":"x"}`))
+	spent.Run.Usage.CostUSD = 0.75
+	critic := input(p, toolCall("web_search", `{}`))
+	critic.Agent.Name = "critic"
+	mcp := input(p, Action{Type: ToolCall, Tool: "fs_read", Effect: "read"})
+	for _, tc := range []struct {
+		name   string
+		in     Input
+		want   Outcome
+		reason string
+	}{
+		{"permit", input(p, toolCall("web_search", `{"query":"x"}`)), Allow, "permitted by Cedar policy read (policies/tools.cedar:2)"},
+		{"forbid with @reason", input(p, toolCall("shell", `{"cmd":"ls"}`)), Deny, "destructive tools are not allowed"},
+		{"@ask on a permit", input(p, toolCall("write_file", `{"path":"/tmp/x"}`)), Ask, "writes need a person"},
+		{"spend limit from usage", spent, Deny, "over the spend limit"},
+		{"default deny says so", critic, Deny, `no Cedar permit policy matches Symbi::Agent::"critic" doing Symbi::Action::"call_tool" on Symbi::Tool::"web_search" (Cedar denies by default)`},
+		{"delegate through a team from the entities file", input(p, Action{Type: Delegate, Target: "critic", Task: "check"}), Allow, "delegate"},
+		{"delegate to another agent", input(p, Action{Type: Delegate, Target: "researcher"}), Deny, "default"},
+		{"respond", input(p, Action{Type: Respond, Content: "42"}), Allow, ""},
+		{"respond with a secret", input(p, Action{Type: Respond, Content: "my secret"}), Deny, "default"},
+		{"terminate on itself", input(p, Action{Type: Terminate, Reason: "done"}), Allow, ""},
+		{"tool unknown to the plan uses the action's effect", mcp, Allow, "read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := g.Decide(context.Background(), tc.in)
+			if d.Outcome != tc.want || !strings.Contains(d.Reason, tc.reason) || d.Engine != "cedar" {
+				t.Errorf("got %s %q (%s), want %s containing %q", d.Outcome, d.Reason, d.Engine, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestCedarForbidErrorFailsClosed(t *testing.T) {
+	// Without a schema nothing stops a forbid reading an attribute that is
+	// not there; Cedar would skip it, symbi denies.
+	p := cedarPlan(false, file("policies/tools.cedar", `
+permit (principal, action, resource);
+@reason("no production")
+forbid (principal, action, resource) when { resource.environment == "prod" };
+`))
+	g := mustGate(t, p, "policy.access")
+	d := g.Decide(context.Background(), input(p, toolCall("web_search", `{}`)))
+	if d.Outcome != Deny || !strings.Contains(d.Reason, "failed to evaluate") || !strings.Contains(d.Reason, "policies/tools.cedar:3") {
+		t.Errorf("got %s %q, want a deny naming the forbid that failed", d.Outcome, d.Reason)
+	}
+}
+
+func TestCedarLoadErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		p    *plan.Plan
+		want []string
+	}{
+		{"parse error with line", cedarPlan(false, file("policies/tools.cedar", "permit (principal, action, resource);\n\nforbid (principal, action resource);\n")),
+			[]string{"policies/tools.cedar:3: cedar: parser error"}},
+		{"policy fails the schema", cedarPlan(true, file("policies/tools.cedar", "permit (principal, action == Symbi::Action::\"call_tool\", resource)\nwhen { resource.colour == \"red\" };\n")),
+			[]string{"policies/tools.cedar:1: cedar: does not validate against policies/symbi.cedarschema"}},
+		{"entities fail the schema", func() *plan.Plan {
+			p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+			bad := file("policies/entities.json", `[{"uid": {"type": "Symbi::Tool", "id": "web_search"}, "attrs": {"owner": 3}, "parents": []}]`)
+			p.Policies[0].Cedar.Entities = &bad
+			return p
+		}(), []string{`policies/entities.json: cedar: entity Symbi::Tool::"web_search" does not validate`}},
+		{"duplicate ids", cedarPlan(false, file("policies/a.cedar", "@id(\"x\")\npermit (principal, action, resource);\n"), file("policies/b.cedar", "@id(\"x\")\npermit (principal, action, resource);\n")),
+			[]string{`policies/b.cedar:1: cedar: duplicate policy id "x"`}},
+		{"bad entities file", func() *plan.Plan {
+			p := cedarPlan(false, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+			bad := file("policies/entities.json", `{"not": "a list"}`)
+			p.Policies[0].Cedar.Entities = &bad
+			return p
+		}(), []string{"policies/entities.json: cedar entities:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FromPlan(ctx, tc.p, "policy.access", t.TempDir())
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCedarExplain(t *testing.T) {
+	p := cedarPlan(true, file("policies/tools.cedar", toolsCedar))
+	g := mustGate(t, p, "policy.access")
+	d, text := Explain(context.Background(), g, input(p, toolCall("shell", `{"cmd":"ls"}`)))
+	if d.Outcome != Deny {
+		t.Fatalf("got %s", d.Outcome)
+	}
+	for _, want := range []string{`resource:  Symbi::Tool::"shell"`, "no-destructive (policies/tools.cedar:11, forbid)", `@reason("destructive tools are not allowed")`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, text)
+		}
+	}
+}
