@@ -89,7 +89,10 @@ const (
 func (b *breaker) done(probe bool, o outcome) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if probe && b.state == HalfOpen {
+	if probe {
+		if b.state != HalfOpen {
+			return // another probe already decided
+		}
 		b.probes--
 		switch o {
 		case succeeded:
