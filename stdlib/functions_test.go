@@ -412,3 +412,11 @@ func FuzzMatchGlob(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFunctions measures building the table, which the compiler does for
+// every configuration file.
+func BenchmarkFunctions(b *testing.B) {
+	for b.Loop() {
+		Functions(Options{BaseDir: "testdata"})
+	}
+}

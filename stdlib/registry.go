@@ -2,8 +2,9 @@ package stdlib
 
 import (
 	"os"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2/ext/customdecode"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
@@ -67,14 +68,48 @@ type Options struct {
 // Registry returns every function, sorted by name. Each call builds a new
 // table, so the options of one configuration never leak into another.
 func Registry(opts Options) []Func {
+	funcs := table(opts)
+	for i := range funcs {
+		if funcs[i].Description == "" {
+			funcs[i].Description = funcs[i].Impl.Description()
+		}
+	}
+	slices.SortFunc(funcs, func(a, b Func) int { return strings.Compare(a.Name, b.Name) })
+	return funcs
+}
+
+// Functions returns the registry as the table an hcl.EvalContext takes.
+func Functions(opts Options) map[string]function.Function {
+	funcs := table(opts)
+	m := make(map[string]function.Function, len(funcs))
+	for _, f := range funcs {
+		m[f.Name] = f.Impl
+	}
+	return m
+}
+
+// table lists the functions in no particular order; the compiler builds it
+// for every file, so it does no more work than it must.
+func table(opts Options) []Func {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
-	// templatefile renders with every other function in scope; it is filled
-	// in below, once the table exists, and read only when a template renders.
-	var templateFuncs map[string]function.Function
+	// templatefile renders with every other function in scope. That table is
+	// built on the first render only: most configurations never call it.
+	var funcs []Func
+	templateFuncs := sync.OnceValue(func() map[string]function.Function {
+		// A template may not call templatefile itself: a template that
+		// includes itself would never end, and Terraform draws the same line.
+		m := make(map[string]function.Function, len(funcs)-1)
+		for _, f := range funcs {
+			if f.Name != "templatefile" {
+				m[f.Name] = f.Impl
+			}
+		}
+		return m
+	})
 
-	funcs := []Func{
+	funcs = []Func{
 		// Strings.
 		{Name: "chomp", Impl: ctystdlib.ChompFunc},
 		{Name: "endswith", Impl: endsWithFunc},
@@ -144,17 +179,17 @@ func Registry(opts Options) []Func {
 		{Name: "timeadd", Impl: ctystdlib.TimeAddFunc},
 
 		// Type conversion.
-		{Name: "tobool", Impl: ctystdlib.MakeToFunc(cty.Bool),
+		{Name: "tobool", Impl: toboolFunc,
 			Description: "Converts the value to a bool; fails when no conversion exists."},
-		{Name: "tolist", Impl: ctystdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
+		{Name: "tolist", Impl: tolistFunc,
 			Description: "Converts the value to a list; fails when no conversion exists."},
-		{Name: "tomap", Impl: ctystdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+		{Name: "tomap", Impl: tomapFunc,
 			Description: "Converts the value to a map; fails when no conversion exists."},
-		{Name: "tonumber", Impl: ctystdlib.MakeToFunc(cty.Number),
+		{Name: "tonumber", Impl: tonumberFunc,
 			Description: "Converts the value to a number; fails when no conversion exists."},
-		{Name: "toset", Impl: ctystdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
+		{Name: "toset", Impl: tosetFunc,
 			Description: "Converts the value to a set; fails when no conversion exists."},
-		{Name: "tostring", Impl: ctystdlib.MakeToFunc(cty.String),
+		{Name: "tostring", Impl: tostringFunc,
 			Description: "Converts the value to a string; fails when no conversion exists."},
 
 		// Error handling: both take expressions, not values.
@@ -170,33 +205,19 @@ func Registry(opts Options) []Func {
 		{Name: "file", Impl: fileFunc(opts)},
 		{Name: "glob_match", Impl: globMatchFunc},
 		{Name: "sha256", Impl: sha256Func},
-		{Name: "templatefile", Impl: templateFileFunc(opts, func() map[string]function.Function { return templateFuncs })},
+		{Name: "templatefile", Impl: templateFileFunc(opts, templateFuncs)},
 		{Name: "tokens", Impl: tokensFunc},
-	}
-	for i := range funcs {
-		if funcs[i].Description == "" {
-			funcs[i].Description = funcs[i].Impl.Description()
-		}
-	}
-	sort.Slice(funcs, func(i, j int) bool { return funcs[i].Name < funcs[j].Name })
-
-	// A template may not call templatefile itself: a template that includes
-	// itself would never end, and Terraform draws the same line.
-	templateFuncs = make(map[string]function.Function, len(funcs)-1)
-	for _, f := range funcs {
-		if f.Name != "templatefile" {
-			templateFuncs[f.Name] = f.Impl
-		}
 	}
 	return funcs
 }
 
-// Functions returns the registry as the table an hcl.EvalContext takes.
-func Functions(opts Options) map[string]function.Function {
-	reg := Registry(opts)
-	m := make(map[string]function.Function, len(reg))
-	for _, f := range reg {
-		m[f.Name] = f.Impl
-	}
-	return m
-}
+// The conversion functions are built once: function values are immutable, and
+// building them per table was a third of the table's cost.
+var (
+	toboolFunc   = ctystdlib.MakeToFunc(cty.Bool)
+	tolistFunc   = ctystdlib.MakeToFunc(cty.List(cty.DynamicPseudoType))
+	tomapFunc    = ctystdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType))
+	tonumberFunc = ctystdlib.MakeToFunc(cty.Number)
+	tosetFunc    = ctystdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType))
+	tostringFunc = ctystdlib.MakeToFunc(cty.String)
+)
