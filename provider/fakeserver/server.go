@@ -220,7 +220,7 @@ func (s *Server) respondPlain(w http.ResponseWriter, r *http.Request, reply Repl
 		}
 	case FaultMalformedJSON:
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"chatcmpl-fake","choices":[{"index":0,"message":{"role":"assistant","content":"unterminated`)
+		io.WriteString(w, `{"id":"chatcmpl-fake","choices":[{"index":0,"message":{"role":"assistant","content":not json}}]}`)
 		return
 	}
 	body, _ := json.Marshal(completion(reply, chat))

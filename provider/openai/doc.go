@@ -1,0 +1,13 @@
+// Package openai is a provider.Model for any OpenAI-compatible Chat
+// Completions endpoint (OpenAI, OpenRouter, Ollama, vLLM, LM Studio,
+// llama.cpp server), through github.com/sashabaranov/go-openai.
+//
+// It streams content deltas to the caller as they arrive and assembles
+// tool-call deltas by index; retries 429, 5xx and broken connections before
+// any content was delivered (honouring Retry-After); enforces the four stream
+// timeouts (total, connect, first event, idle); and turns every failure into
+// a *provider.Error whose kind says what went wrong. The API key never
+// appears in an error.
+//
+// It must not import the engine, policies or tools.
+package openai

@@ -1,0 +1,310 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+// Stream makes one model call: up to Retry.MaxAttempts attempts, under the
+// total timeout. Content deltas reach onEvent as they arrive; once one has,
+// the call is not retried, so the caller never sees text twice.
+func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(provider.Event)) (provider.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return provider.Response{}, err
+	}
+	chat, err := m.chatRequest(req)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	if total := m.cfg.Timeouts.Total.Std(); total > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, total, errTotalTimeout)
+		defer cancel()
+	}
+	if onEvent == nil {
+		onEvent = func(provider.Event) {}
+	}
+	attempts := max(m.cfg.Retry.MaxAttempts, 1)
+	for attempt := 1; ; attempt++ {
+		resp, delivered, f := m.attempt(ctx, chat, onEvent)
+		if f.err == nil {
+			return resp, nil
+		}
+		if !f.retryable || delivered || attempt >= attempts {
+			return provider.Response{}, f.err
+		}
+		wait, ok := m.backoff(ctx, attempt, f.err)
+		if !ok {
+			return provider.Response{}, f.err
+		}
+		if err := m.cfg.Sleep(ctx, wait); err != nil {
+			// Waiting ran into the total timeout or the caller's end.
+			return provider.Response{}, m.classify(ctx, ctx, err, &exchange{}).err
+		}
+	}
+}
+
+// backoff is the wait before attempt+1: the server's Retry-After when it
+// gave one, else exponential backoff with jitter. It declines (false) when
+// the wait would outlast max_backoff or the total timeout: better to report
+// rate_limited now than to fail later with nothing gained.
+func (m *Model) backoff(ctx context.Context, attempt int, err error) (time.Duration, bool) {
+	r := m.cfg.Retry
+	maxWait := r.MaxBackoff.Std()
+	var pe *provider.Error
+	if errors.As(err, &pe) && pe.RetryAfter > 0 {
+		if maxWait > 0 && pe.RetryAfter > maxWait {
+			return 0, false
+		}
+		return pe.RetryAfter, fits(ctx, pe.RetryAfter)
+	}
+	d := r.Backoff.Std()
+	for i := 1; i < attempt && d > 0; i++ {
+		d *= 2
+		if maxWait > 0 && d >= maxWait {
+			break
+		}
+	}
+	if r.Jitter > 0 {
+		d = time.Duration(float64(d) * (1 + r.Jitter*(2*m.cfg.Rand()-1)))
+	}
+	if maxWait > 0 && d > maxWait {
+		d = maxWait
+	}
+	return max(d, 0), fits(ctx, d)
+}
+
+func fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > d
+}
+
+// attempt makes one HTTP request. delivered reports whether any content
+// reached onEvent.
+func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest, onEvent func(provider.Event)) (provider.Response, bool, failure) {
+	ex := &exchange{}
+	actx, cancel := context.WithCancelCause(context.WithValue(ctx, exchangeKey{}, ex))
+	defer cancel(nil)
+	// The first-event timer runs from the request's start, so it covers a
+	// server that accepts the connection and then says nothing.
+	var timer *time.Timer
+	if d := m.cfg.Timeouts.FirstEvent.Std(); d > 0 {
+		timer = time.AfterFunc(d, func() { cancel(errFirstEventTimeout) })
+		defer timer.Stop()
+	}
+	if !chat.Stream {
+		resp, err := m.client.CreateChatCompletion(actx, chat)
+		if err != nil {
+			return provider.Response{}, false, m.classify(ctx, actx, err, ex)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		out, f := m.plainResponse(resp, ex)
+		if f.err == nil && out.Content != "" {
+			onEvent(provider.Event{ContentDelta: out.Content})
+		}
+		return out, f.err == nil && out.Content != "", f
+	}
+
+	stream, err := m.client.CreateChatCompletionStream(actx, chat)
+	if err != nil {
+		return provider.Response{}, false, m.classify(ctx, actx, err, ex)
+	}
+	defer stream.Close()
+
+	var (
+		turn      turnBuilder
+		delivered bool
+		first     = true
+		idle      = m.cfg.Timeouts.Idle.Std()
+		idleTimer *time.Timer
+	)
+	if idle > 0 {
+		idleTimer = time.AfterFunc(idle, func() { cancel(errIdleTimeout) })
+		idleTimer.Stop()
+		defer idleTimer.Stop()
+	}
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) && actx.Err() == nil {
+			break
+		}
+		if err != nil {
+			return provider.Response{}, delivered, m.classify(ctx, actx, err, ex)
+		}
+		switch {
+		case first && timer != nil:
+			timer.Stop()
+		case idleTimer != nil:
+			idleTimer.Stop()
+		}
+		first = false
+		// The idle timer is stopped while onEvent runs: the caller's
+		// handling of a delta is not the server being idle.
+		if delta := turn.add(chunk); delta != "" {
+			delivered = true
+			onEvent(provider.Event{ContentDelta: delta})
+		}
+		if idleTimer != nil {
+			idleTimer.Reset(idle)
+		}
+	}
+	if !turn.finished {
+		// Clean EOF without a finish reason: the connection closed early
+		// at a chunk boundary, or without [DONE].
+		return provider.Response{}, delivered, m.classify(ctx, actx, errTruncated, ex)
+	}
+	out, f := m.finish(turn.response(), turn.refusal.String(), ex)
+	return out, delivered, f
+}
+
+// turnBuilder assembles a streamed turn: content in order, tool calls by
+// their index (arguments arrive in pieces, possibly interleaved), usage from
+// the final chunk.
+type turnBuilder struct {
+	content  strings.Builder
+	refusal  strings.Builder
+	calls    map[int]*callBuilder
+	last     int
+	finish   string
+	finished bool
+	usage    *goopenai.Usage
+}
+
+type callBuilder struct {
+	id, name string
+	args     strings.Builder
+}
+
+// add takes one chunk and returns its content delta.
+func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) string {
+	if chunk.Usage != nil {
+		b.usage = chunk.Usage
+	}
+	var delta strings.Builder
+	for _, c := range chunk.Choices {
+		if c.Index != 0 {
+			continue // only one choice is ever asked for
+		}
+		delta.WriteString(c.Delta.Content)
+		b.refusal.WriteString(c.Delta.Refusal)
+		for _, tc := range c.Delta.ToolCalls {
+			b.addCall(tc)
+		}
+		if c.FinishReason != "" && c.FinishReason != goopenai.FinishReasonNull {
+			b.finish = string(c.FinishReason)
+			b.finished = true
+		}
+	}
+	b.content.WriteString(delta.String())
+	return delta.String()
+}
+
+func (b *turnBuilder) addCall(tc goopenai.ToolCall) {
+	if b.calls == nil {
+		b.calls = map[int]*callBuilder{}
+	}
+	idx := b.last
+	switch {
+	case tc.Index != nil:
+		idx = *tc.Index
+	case len(b.calls) == 0:
+		idx = 0
+	case tc.ID != "" && b.calls[b.last] != nil && b.calls[b.last].id != "" && b.calls[b.last].id != tc.ID:
+		// Servers that omit the index send each call whole, with a new id.
+		idx = b.last + 1
+	}
+	b.last = idx
+	c := b.calls[idx]
+	if c == nil {
+		c = &callBuilder{}
+		b.calls[idx] = c
+	}
+	if tc.ID != "" {
+		c.id = tc.ID
+	}
+	// The name comes whole in the call's first delta; some servers repeat it.
+	if c.name == "" {
+		c.name = tc.Function.Name
+	}
+	c.args.WriteString(tc.Function.Arguments)
+}
+
+func (b *turnBuilder) response() provider.Response {
+	resp := provider.Response{Content: b.content.String(), FinishReason: b.finish}
+	idxs := make([]int, 0, len(b.calls))
+	for i := range b.calls {
+		idxs = append(idxs, i)
+	}
+	sort.Ints(idxs)
+	for n, i := range idxs {
+		c := b.calls[i]
+		id := c.id
+		if id == "" {
+			id = fmt.Sprintf("call_%d", n)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: c.name, Arguments: c.args.String()})
+	}
+	if b.usage != nil {
+		resp.Usage = usage(*b.usage)
+		resp.UsageKnown = true
+	}
+	return resp
+}
+
+func (m *Model) plainResponse(r goopenai.ChatCompletionResponse, ex *exchange) (provider.Response, failure) {
+	if len(r.Choices) == 0 {
+		return provider.Response{}, failure{err: m.typed(provider.MalformedResponse, "", ex.status, errors.New("the response has no choices"))}
+	}
+	c := r.Choices[0]
+	resp := provider.Response{Content: c.Message.Content, FinishReason: string(c.FinishReason)}
+	if resp.FinishReason == string(goopenai.FinishReasonNull) {
+		resp.FinishReason = ""
+	}
+	for n, tc := range c.Message.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", n)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if u := r.Usage; u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0 {
+		resp.Usage = usage(u)
+		resp.UsageKnown = true
+	}
+	return m.finish(resp, c.Message.Refusal, ex)
+}
+
+// finish applies the rules every turn shares: a refusal is an error, and so
+// is a turn with neither text nor tool calls.
+func (m *Model) finish(resp provider.Response, refusal string, ex *exchange) (provider.Response, failure) {
+	switch {
+	case refusal != "":
+		return provider.Response{}, failure{err: m.typed(provider.Refusal, "", ex.status, errors.New(refusal))}
+	case resp.FinishReason == string(goopenai.FinishReasonContentFilter):
+		return provider.Response{}, failure{err: m.typed(provider.Refusal, "content_filter", ex.status, errors.New("the provider's content filter stopped the answer"))}
+	case resp.Content == "" && len(resp.ToolCalls) == 0:
+		return provider.Response{}, failure{err: m.typed(provider.EmptyResponse, resp.FinishReason, ex.status, errors.New("the model answered with neither text nor tool calls"))}
+	}
+	for i, c := range resp.ToolCalls {
+		if c.Name == "" {
+			return provider.Response{}, failure{err: m.typed(provider.MalformedResponse, "", ex.status, fmt.Errorf("tool call %d (%s) has no name", i, c.ID))}
+		}
+	}
+	return resp, failure{}
+}
+
+// usage is taken as the provider reported it; reconciling totals smaller
+// than prompt+completion is the engine's business.
+func usage(u goopenai.Usage) provider.Usage {
+	return provider.Usage{PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), TotalTokens: int64(u.TotalTokens)}
+}
