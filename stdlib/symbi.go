@@ -44,10 +44,11 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// MatchGlob is the one glob matcher of symbi: glob_match(), tool profiles and
-// policy rules all use it, so a pattern means the same wherever it is written.
-// It has path.Match semantics: * matches any run of characters except '/',
-// ? one character except '/', and [...] a class.
+// MatchGlob is glob_match() and the matcher tool profiles use (path.Match
+// semantics): * matches any run of characters except '/', ? one character
+// except '/', and [...] a class. Tool names contain no '/', so for them the
+// rules are simply * and ?. Policy rules' argument globs differ on purpose:
+// there * crosses '/', so "path=/etc/*" denies everything under /etc.
 func MatchGlob(pattern, s string) (bool, error) {
 	ok, err := path.Match(pattern, s)
 	if err != nil {
@@ -174,7 +175,7 @@ func renderTemplate(opts Options, p string, vars cty.Value, funcs map[string]fun
 }
 
 var globMatchFunc = function.New(&function.Spec{
-	Description: "Reports whether s matches the glob pattern: * matches any run of characters except '/', ? one character except '/', and [...] a character class (path.Match semantics, as in tool profiles and policy rules).",
+	Description: "Reports whether s matches the glob pattern: * matches any run of characters except '/', ? one character except '/', and [...] a character class (path.Match semantics, as in tool profiles; note that in a policy rule's argument glob * also crosses '/').",
 	Params: []function.Parameter{
 		{Name: "pattern", Type: cty.String},
 		{Name: "s", Type: cty.String},
