@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,13 +53,19 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("knowledge store %s: %w", path, err)
 	}
+	existing := false
+	if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() && info.Size() > 0 {
+		existing = true
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
 	if err != nil {
 		switch {
 		case errors.Is(err, berrors.ErrTimeout):
 			return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, opts.Timeout)
-		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
-			errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
+		case existing && !errors.Is(err, fs.ErrPermission):
+			// bbolt reports a foreign or truncated file in several ways
+			// ("invalid database", "file size too small", checksum errors);
+			// to the user they all mean the same thing.
 			return nil, fmt.Errorf("%w: %s is not a knowledge store (%v)", ErrCorrupt, path, err)
 		}
 		return nil, fmt.Errorf("knowledge store %s: %w", path, err)

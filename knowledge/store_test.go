@@ -179,14 +179,38 @@ func TestReopenKeepsFacts(t *testing.T) {
 }
 
 func TestOpenRejectsAFileThatIsNotAStore(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "notes.db")
-	junk := make([]byte, 8192)
-	copy(junk, "this is a text file, not a bbolt database")
-	if err := os.WriteFile(path, junk, 0o600); err != nil {
+	for _, size := range []int{1, 100, 4096, 4097, 16384} {
+		path := filepath.Join(t.TempDir(), "notes.db")
+		junk := make([]byte, size)
+		copy(junk, "this is a text file, not a bbolt database")
+		if err := os.WriteFile(path, junk, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := Open(path); !errors.Is(err, ErrCorrupt) {
+			if err == nil {
+				s.Close()
+			}
+			t.Errorf("Open(%d bytes of junk) = %v, want ErrCorrupt", size, err)
+		}
+	}
+}
+
+func TestOpenTruncatedStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s, err := Open(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Open(junk) = %v, want ErrCorrupt", err)
+	put(t, s, Fact{Subject: "a", Predicate: "b", Object: "c", Confidence: 1})
+	s.Close()
+	if err := os.Truncate(path, 5000); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(path); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open(truncated) = %v, want ErrCorrupt", err)
 	}
 }
 
