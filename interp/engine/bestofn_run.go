@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// bonGeneration is how one candidate's generation ended.
+type bonGeneration struct {
+	Content     string
+	Usage       policy.Usage
+	Termination string
+	// Status is empty when the candidate produced an answer, else the
+	// status it ends with (generation_failed, side_effect_blocked, ...).
+	Status CandidateStatus
+	Err    error
+	// Stop, when set, stops the whole best-of-N run: the shared budget is
+	// exhausted (per Wuwe, one exhausted aggregate limit ends every candidate).
+	Stop error
+}
+
+// bonScore is the scorer's verdict on one candidate.
+type bonScore struct {
+	Score     float64
+	Accepted  bool
+	Rationale string
+	Usage     policy.Usage
+	Err       error
+	Stop      error // as in bonGeneration
+}
+
+// bonRunner runs the candidates of one best_of_n block. It knows nothing
+// of the engine: generation, scoring, the vote key and the journal are
+// functions, so its scheduling and status rules are tested on their own.
+type bonRunner struct {
+	cfg      plan.BestOfN
+	now      func() time.Time
+	vary     func(index int) (RunOptions, map[string]any, error)
+	generate func(ctx context.Context, index int, ro RunOptions) bonGeneration
+	score    func(ctx context.Context, c *Candidate) bonScore
+	key      func(c *Candidate) (string, error)
+	record   func(typ string, data any)
+}
+
+// errBestOfNDeadline is the cause of the context of a run whose timeout passed.
+var errBestOfNDeadline = errors.New("best-of-N timeout")
+
+// bonOutcome is what run returns: every candidate in index order, the
+// selected one's position (-1 for none), and the error that ended the run
+// early (a budget stop or the caller's cancellation), if any.
+type bonOutcome struct {
+	Candidates []Candidate
+	Selected   int
+	Stop       error
+	TimedOut   bool
+}
+
+// run generates and scores the candidates, max_concurrency at a time, in
+// index order of starting, under the block's timeout; then selects.
+//
+// Ending early: a budget stop cancels every candidate still running (they
+// become budget_exceeded) and starts no more (skipped), and nothing is
+// selected. The caller's cancellation does the same with cancelled. The
+// timeout stops the running candidates (timed_out) and starts no more
+// (skipped), but the candidates already scored are still selected from: the
+// deadline bounds the work, and what finished in time is a valid pool.
+func (b *bonRunner) run(parent context.Context) bonOutcome {
+	n := max(b.cfg.Candidates, 0)
+	cs := make([]Candidate, n)
+	for i := range cs {
+		cs[i] = Candidate{Index: i, Status: StatusSkipped}
+	}
+	ctx := parent
+	var cancelTimeout context.CancelFunc = func() {}
+	if d := b.cfg.Timeout.Std(); d > 0 {
+		ctx, cancelTimeout = context.WithTimeoutCause(parent, d, errBestOfNDeadline)
+	}
+	defer cancelTimeout()
+	ctx, stopAll := context.WithCancelCause(ctx)
+	defer stopAll(nil)
+
+	var (
+		mu      sync.Mutex // guards stop and the journal calls
+		stop    error
+		wg      sync.WaitGroup
+		slots   = make(chan struct{}, max(b.cfg.MaxConcurrency, 1))
+		started = make([]bool, n)
+	)
+	setStop := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stop == nil {
+			stop = err
+			stopAll(err)
+		}
+	}
+	record := func(typ string, data any) {
+		mu.Lock()
+		defer mu.Unlock()
+		b.record(typ, data)
+	}
+	// interrupted is the status of a candidate whose context ended early.
+	interrupted := func() CandidateStatus {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case stop != nil:
+			return StatusBudgetExceeded
+		case parent.Err() != nil:
+			return StatusCancelled
+		}
+		return StatusTimedOut
+	}
+
+	for i := 0; i < n; i++ {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		started[i] = true
+		wg.Add(1)
+		go func(c *Candidate) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			b.runCandidate(ctx, c, record, setStop, interrupted)
+		}(&cs[i])
+	}
+	wg.Wait()
+
+	out := bonOutcome{Candidates: cs, Selected: -1}
+	mu.Lock()
+	out.Stop = stop
+	mu.Unlock()
+	if out.Stop == nil && parent.Err() != nil {
+		out.Stop = parent.Err()
+	}
+	out.TimedOut = errors.Is(context.Cause(ctx), errBestOfNDeadline)
+	for i := range cs {
+		if !started[i] {
+			record(journal.CandidateFinished, journal.CandidateFinishedData{Index: i, Status: string(StatusSkipped)})
+		}
+	}
+	if out.Stop != nil {
+		return out
+	}
+	sel, err := selectCandidate(b.cfg.Selector.Kind, cs, b.cfg.TieTolerance)
+	data := journal.CandidateSelectedData{Index: sel, Selector: b.cfg.Selector.Kind}
+	if err != nil {
+		data.Reason = err.Error()
+	} else {
+		out.Selected = sel
+		data.Score = cs[sel].Score
+		if b.cfg.Selector.Kind == "majority_vote" {
+			data.Key = cs[sel].Key
+			for _, c := range cs {
+				if c.Status == StatusEligible && c.Key == cs[sel].Key {
+					data.Votes++
+				}
+			}
+		}
+	}
+	record(journal.CandidateSelected, data)
+	return out
+}
+
+// runCandidate generates one candidate, scores it and computes its vote
+// key, leaving its final status in c.
+func (b *bonRunner) runCandidate(ctx context.Context, c *Candidate, record func(string, any), setStop func(error), interrupted func() CandidateStatus) {
+	start := b.now()
+	defer func() {
+		c.Elapsed = b.now().Sub(start)
+		fin := journal.CandidateFinishedData{Index: c.Index, Status: string(c.Status), Content: c.Content, Usage: c.AccountedUsage(), DurationMS: c.Elapsed.Milliseconds()}
+		if c.Error != nil {
+			fin.Error = c.Error.Error()
+		}
+		record(journal.CandidateFinished, fin)
+	}()
+	ro, vary, err := b.vary(c.Index)
+	record(journal.CandidateStarted, journal.CandidateStartedData{Index: c.Index, Vary: vary})
+	if err != nil {
+		c.Status, c.Error = StatusGenerationFailed, err
+		return
+	}
+
+	g := b.generate(ctx, c.Index, ro)
+	c.Content, c.Usage, c.Termination = g.Content, g.Usage, g.Termination
+	if g.Stop != nil {
+		setStop(g.Stop)
+		c.Status, c.Error = StatusBudgetExceeded, g.Stop
+		return
+	}
+	if ctx.Err() != nil {
+		c.Status, c.Error = interrupted(), context.Cause(ctx)
+		return
+	}
+	if g.Status != "" {
+		c.Status, c.Error = g.Status, g.Err
+		return
+	}
+
+	s := b.score(ctx, c)
+	c.ScorerUsage = s.Usage
+	scored := journal.CandidateScoredData{Index: c.Index, Score: s.Score, Accepted: s.Accepted, Rationale: s.Rationale, Usage: s.Usage}
+	if s.Err != nil {
+		scored.Error = s.Err.Error()
+	}
+	switch {
+	case s.Stop != nil:
+		setStop(s.Stop)
+		c.Status, c.Error = StatusBudgetExceeded, s.Stop
+		return
+	case ctx.Err() != nil:
+		c.Status, c.Error = interrupted(), context.Cause(ctx)
+		return
+	}
+	record(journal.CandidateScored, scored)
+	if s.Err != nil {
+		c.Status, c.Error = StatusScoringFailed, s.Err
+		return
+	}
+	c.Score, c.Scored, c.Rationale = s.Score, true, s.Rationale
+	if b.cfg.Selector.Kind == "majority_vote" {
+		k, err := b.key(c)
+		if err != nil {
+			c.Status, c.Error = StatusScoringFailed, fmt.Errorf("selector key: %w", err)
+			return
+		}
+		c.Key = k
+	}
+	switch {
+	case !s.Accepted:
+		c.Status, c.Error = StatusRejected, fmt.Errorf("the scorer did not accept the candidate")
+	case s.Score < b.cfg.MinimumScore:
+		c.Status, c.Error = StatusRejected, fmt.Errorf("score %g is below minimum_score %g", s.Score, b.cfg.MinimumScore)
+	default:
+		c.Status = StatusEligible
+	}
+}

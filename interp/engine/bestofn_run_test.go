@@ -1,0 +1,268 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// fakeBon builds a bonRunner whose generation and scoring are functions of
+// the candidate index, and records journal events in order.
+type fakeBon struct {
+	mu      sync.Mutex
+	events  []string
+	active  int
+	maxSeen int
+}
+
+func (f *fakeBon) runner(cfg plan.BestOfN, gen func(ctx context.Context, i int) bonGeneration, score func(c *Candidate) bonScore) *bonRunner {
+	return &bonRunner{
+		cfg: cfg,
+		now: time.Now,
+		vary: func(i int) (RunOptions, map[string]any, error) {
+			t := 0.1 * float64(i)
+			return RunOptions{Temperature: &t}, map[string]any{"temperature": t}, nil
+		},
+		generate: func(ctx context.Context, i int, ro RunOptions) bonGeneration {
+			f.mu.Lock()
+			f.active++
+			f.maxSeen = max(f.maxSeen, f.active)
+			f.mu.Unlock()
+			defer func() {
+				f.mu.Lock()
+				f.active--
+				f.mu.Unlock()
+			}()
+			return gen(ctx, i)
+		},
+		score: func(ctx context.Context, c *Candidate) bonScore { return score(c) },
+		key:   func(c *Candidate) (string, error) { return strings.ToLower(strings.TrimSpace(c.Content)), nil },
+		record: func(typ string, data any) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			switch d := data.(type) {
+			case journal.CandidateFinishedData:
+				f.events = append(f.events, fmt.Sprintf("%s %d %s", typ, d.Index, d.Status))
+			case journal.CandidateSelectedData:
+				f.events = append(f.events, fmt.Sprintf("%s %d", typ, d.Index))
+			}
+		},
+	}
+}
+
+func answers(contents ...string) func(ctx context.Context, i int) bonGeneration {
+	return func(ctx context.Context, i int) bonGeneration {
+		return bonGeneration{Content: contents[i], Usage: policy.Usage{ModelCalls: 1, TotalTokens: int64(10 + i)}, Termination: "completed"}
+	}
+}
+
+func scoreAll(v float64) func(c *Candidate) bonScore {
+	return func(c *Candidate) bonScore { return bonScore{Score: v, Accepted: true} }
+}
+
+func statuses(cs []Candidate) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%d:%s", c.Index, c.Status))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestBestOfNRunnerMajorityVoteStableOrder(t *testing.T) {
+	// Candidates finish in reverse index order; the result is still in index
+	// order and the vote is the same.
+	const n = 5
+	done := make([]chan struct{}, n)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	contents := []string{"42", " 41", "42 ", "43", "42"}
+	gen := func(ctx context.Context, i int) bonGeneration {
+		if i < n-1 {
+			select {
+			case <-done[i+1]:
+			case <-ctx.Done():
+			}
+		}
+		defer close(done[i])
+		return answers(contents...)(ctx, i)
+	}
+	f := &fakeBon{}
+	r := f.runner(plan.BestOfN{Candidates: n, MaxConcurrency: n, Selector: plan.Selector{Kind: "majority_vote"}}, gen, scoreAll(0.9))
+	out := r.run(context.Background())
+	if out.Stop != nil || out.Selected != 0 {
+		t.Fatalf("selected %d (stop %v), want 0", out.Selected, out.Stop)
+	}
+	for i, c := range out.Candidates {
+		if c.Index != i || c.Status != StatusEligible || c.Content != contents[i] {
+			t.Errorf("candidate %d = %+v", i, c)
+		}
+	}
+	if out.Candidates[1].Key != "41" {
+		t.Errorf("key of candidate 1 = %q, want the normalised content", out.Candidates[1].Key)
+	}
+	last := f.events[len(f.events)-1]
+	if last != "candidate_selected 0" {
+		t.Errorf("last event %q", last)
+	}
+}
+
+func TestBestOfNRunnerConcurrencyLimit(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	f := &fakeBon{}
+	gen := func(ctx context.Context, i int) bonGeneration {
+		f.mu.Lock()
+		full := f.active == 3
+		f.mu.Unlock()
+		if full {
+			once.Do(func() { close(release) })
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return answers("a", "b", "c", "d", "e", "f", "g", "h")(ctx, i)
+	}
+	r := f.runner(plan.BestOfN{Candidates: 8, MaxConcurrency: 3, Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(1))
+	out := r.run(context.Background())
+	if f.maxSeen != 3 {
+		t.Errorf("at most %d candidates ran at once, want 3", f.maxSeen)
+	}
+	// All scores tie: fewest tokens wins, which is the lowest index here.
+	if out.Selected != 0 {
+		t.Errorf("selected %d, want 0", out.Selected)
+	}
+}
+
+func TestBestOfNRunnerScoringOutcomes(t *testing.T) {
+	gen := func(ctx context.Context, i int) bonGeneration {
+		switch i {
+		case 4:
+			return bonGeneration{Status: StatusGenerationFailed, Err: errors.New("model failed"), Termination: "error"}
+		case 5:
+			return bonGeneration{Status: StatusSideEffectBlocked, Err: errors.New("proposed a tool call"), Content: "x"}
+		}
+		return answers("good", "weak", "unsafe", "broken", "", "")(ctx, i)
+	}
+	score := func(c *Candidate) bonScore {
+		switch c.Content {
+		case "good":
+			return bonScore{Score: 0.9, Accepted: true, Usage: policy.Usage{ModelCalls: 1}}
+		case "weak":
+			return bonScore{Score: 0.3, Accepted: true}
+		case "unsafe":
+			return bonScore{Score: 1, Accepted: false, Rationale: "leaks a secret"}
+		}
+		return bonScore{Err: errors.New("judge answered nonsense")}
+	}
+	f := &fakeBon{}
+	r := f.runner(plan.BestOfN{Candidates: 6, MaxConcurrency: 2, MinimumScore: 0.5, Selector: plan.Selector{Kind: "highest_score"}}, gen, score)
+	out := r.run(context.Background())
+	want := "0:eligible 1:rejected 2:rejected 3:scoring_failed 4:generation_failed 5:side_effect_blocked"
+	if got := statuses(out.Candidates); got != want {
+		t.Fatalf("statuses %s\nwant     %s", got, want)
+	}
+	if out.Selected != 0 || out.Candidates[0].ScorerUsage.ModelCalls != 1 {
+		t.Errorf("selected %d, candidate 0 = %+v", out.Selected, out.Candidates[0])
+	}
+}
+
+func TestBestOfNRunnerBudgetStopsEverything(t *testing.T) {
+	exhausted := errors.New("max_total_tokens exceeded")
+	started := make(chan struct{})
+	gen := func(ctx context.Context, i int) bonGeneration {
+		switch i {
+		case 0:
+			<-started // candidate 1 is running when the budget runs out
+			return bonGeneration{Stop: exhausted, Termination: "budget_exceeded"}
+		case 1:
+			close(started)
+			<-ctx.Done()
+			return bonGeneration{Status: StatusGenerationFailed, Err: ctx.Err()}
+		}
+		return answers("a", "b", "c", "d")(ctx, i)
+	}
+	f := &fakeBon{}
+	r := f.runner(plan.BestOfN{Candidates: 4, MaxConcurrency: 2, Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(1))
+	out := r.run(context.Background())
+	if !errors.Is(out.Stop, exhausted) {
+		t.Fatalf("stop = %v, want the budget error", out.Stop)
+	}
+	if got, want := statuses(out.Candidates), "0:budget_exceeded 1:budget_exceeded 2:skipped 3:skipped"; got != want {
+		t.Fatalf("statuses %s, want %s", got, want)
+	}
+	if out.Selected != -1 {
+		t.Errorf("selected %d after a budget stop", out.Selected)
+	}
+	for _, ev := range f.events {
+		if strings.HasPrefix(ev, journal.CandidateSelected) {
+			t.Errorf("a stopped run journalled a selection: %v", f.events)
+		}
+	}
+}
+
+func TestBestOfNRunnerTimeoutKeepsFinishedCandidates(t *testing.T) {
+	fastDone := make(chan struct{})
+	gen := func(ctx context.Context, i int) bonGeneration {
+		if i == 0 {
+			defer close(fastDone)
+			return answers("fast")(ctx, 0)
+		}
+		<-fastDone
+		<-ctx.Done() // only the deadline ends it
+		return bonGeneration{Status: StatusGenerationFailed, Err: ctx.Err()}
+	}
+	f := &fakeBon{}
+	// Candidate 0 frees its slot for candidate 2; both 1 and 2 then hold
+	// the two slots until the deadline, so 3 never starts.
+	r := f.runner(plan.BestOfN{Candidates: 4, MaxConcurrency: 2, Timeout: plan.Duration(100 * time.Millisecond), Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(0.8))
+	out := r.run(context.Background())
+	if got, want := statuses(out.Candidates), "0:eligible 1:timed_out 2:timed_out 3:skipped"; got != want {
+		t.Fatalf("statuses %s, want %s", got, want)
+	}
+	if !out.TimedOut || out.Stop != nil || out.Selected != 0 {
+		t.Errorf("timedOut %v stop %v selected %d", out.TimedOut, out.Stop, out.Selected)
+	}
+}
+
+func TestBestOfNRunnerCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	gen := func(c context.Context, i int) bonGeneration {
+		cancel()
+		<-c.Done()
+		return bonGeneration{Status: StatusGenerationFailed, Err: c.Err()}
+	}
+	f := &fakeBon{}
+	r := f.runner(plan.BestOfN{Candidates: 3, MaxConcurrency: 1, Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(1))
+	out := r.run(ctx)
+	if !errors.Is(out.Stop, context.Canceled) {
+		t.Fatalf("stop = %v, want context.Canceled", out.Stop)
+	}
+	if got, want := statuses(out.Candidates), "0:cancelled 1:skipped 2:skipped"; got != want {
+		t.Fatalf("statuses %s, want %s", got, want)
+	}
+}
+
+func TestBestOfNRunnerVaryErrorFailsOnlyThatCandidate(t *testing.T) {
+	f := &fakeBon{}
+	r := f.runner(plan.BestOfN{Candidates: 2, MaxConcurrency: 2, Selector: plan.Selector{Kind: "highest_score"}}, answers("a", "b"), scoreAll(1))
+	r.vary = func(i int) (RunOptions, map[string]any, error) {
+		if i == 1 {
+			return RunOptions{}, nil, errors.New("vary: temperature must be a number")
+		}
+		return RunOptions{}, nil, nil
+	}
+	out := r.run(context.Background())
+	if got, want := statuses(out.Candidates), "0:eligible 1:generation_failed"; got != want {
+		t.Fatalf("statuses %s, want %s", got, want)
+	}
+}
