@@ -381,6 +381,9 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	if err := validateArgs(e.schema, args); err != nil {
 		return Result{}, fail(InvalidArguments, name, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, fail(Error, name, fmt.Errorf("cancelled before it started: %w", err))
+	}
 	probe := false
 	if e.breaker != nil {
 		p, err := e.breaker.allow()
@@ -452,9 +455,20 @@ func (tb *Toolbox) Dispatch(ctx context.Context, calls []policy.Approved, maxCon
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		out[i].Call = c
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+		// Cancellation is checked first: select picks among ready cases at
+		// random, and a cancelled dispatch must not start more calls.
+		acquired := false
+		if ctx.Err() == nil {
+			select {
+			case sem <- struct{}{}:
+				acquired = true
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			if acquired {
+				<-sem
+			}
 			name, _, _ := toolCallOf(c.Action())
 			out[i].Err = fail(Error, name, fmt.Errorf("cancelled before it started: %w", ctx.Err()))
 			continue
