@@ -2,10 +2,12 @@ package stdlib
 
 import (
 	"encoding/base64"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	ctystdlib "github.com/zclconf/go-cty/cty/function/stdlib"
 )
@@ -148,5 +150,123 @@ var base64DecodeFunc = function.New(&function.Spec{
 			return cty.NilVal, function.NewArgErrorf(0, "the decoded bytes are not UTF-8 text")
 		}
 		return cty.StringVal(string(b)), nil
+	},
+})
+
+var strContainsFunc = function.New(&function.Spec{
+	Description: "Reports whether the string contains the given substring.",
+	Params: []function.Parameter{
+		{Name: "str", Type: cty.String},
+		{Name: "substr", Type: cty.String},
+	},
+	Type: function.StaticReturnType(cty.Bool),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		return cty.BoolVal(strings.Contains(args[0].AsString(), args[1].AsString())), nil
+	},
+})
+
+var urlEncodeFunc = function.New(&function.Spec{
+	Description: "Escapes the string for use in a URL query: spaces become +, and every byte other than letters, digits and -_.~ becomes %XX.",
+	Params:      []function.Parameter{{Name: "str", Type: cty.String}},
+	Type:        function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		return cty.StringVal(url.QueryEscape(args[0].AsString())), nil
+	},
+})
+
+var sumFunc = function.New(&function.Spec{
+	Description: "Returns the sum of a non-empty list, set or tuple of numbers.",
+	Params:      []function.Parameter{{Name: "list", Type: cty.DynamicPseudoType}},
+	Type:        function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		list := args[0]
+		ty := list.Type()
+		if !(ty.IsListType() || ty.IsSetType() || ty.IsTupleType()) {
+			return cty.NilVal, function.NewArgErrorf(0, "argument must be a list, set or tuple of numbers, not %s", ty.FriendlyName())
+		}
+		if !list.IsWhollyKnown() {
+			return cty.UnknownVal(cty.Number), nil
+		}
+		if list.LengthInt() == 0 {
+			return cty.NilVal, function.NewArgErrorf(0, "cannot sum an empty list")
+		}
+		total := cty.Zero
+		for it := list.ElementIterator(); it.Next(); {
+			i, v := it.Element()
+			n, err := convert.Convert(v, cty.Number)
+			if err != nil || n.IsNull() {
+				return cty.NilVal, function.NewArgErrorf(0, "element %s is not a number", i.GoString())
+			}
+			total = total.Add(n)
+		}
+		return total, nil
+	},
+})
+
+// boolFold is alltrue and anytrue: both read a list of bools, and differ in
+// the value that decides early.
+func boolFold(description string, decisive bool) function.Function {
+	return function.New(&function.Spec{
+		Description: description,
+		Params:      []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
+		Type:        function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if !args[0].IsWhollyKnown() {
+				return cty.UnknownVal(cty.Bool), nil
+			}
+			for it := args[0].ElementIterator(); it.Next(); {
+				_, v := it.Element()
+				if v.IsNull() {
+					return cty.NilVal, function.NewArgErrorf(0, "list contains null")
+				}
+				if v.True() == decisive {
+					return cty.BoolVal(decisive), nil
+				}
+			}
+			return cty.BoolVal(!decisive), nil
+		},
+	})
+}
+
+var (
+	allTrueFunc = boolFold("Returns true when every element of the list is true, or the list is empty.", false)
+	anyTrueFunc = boolFold("Returns true when at least one element of the list is true; false for an empty list.", true)
+)
+
+var oneFunc = function.New(&function.Spec{
+	Description: "Returns the only element of a list, set or tuple with one element, null when it has none, and fails when it has more.",
+	Params:      []function.Parameter{{Name: "list", Type: cty.DynamicPseudoType}},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		ty := args[0].Type()
+		switch {
+		case ty.IsListType(), ty.IsSetType():
+			return ty.ElementType(), nil
+		case ty.IsTupleType():
+			switch elems := ty.TupleElementTypes(); len(elems) {
+			case 0:
+				return cty.DynamicPseudoType, nil
+			case 1:
+				return elems[0], nil
+			}
+			return cty.NilType, function.NewArgErrorf(0, "must have at most one element, not %d", len(ty.TupleElementTypes()))
+		}
+		return cty.NilType, function.NewArgErrorf(0, "argument must be a list, set or tuple, not %s", ty.FriendlyName())
+	},
+	Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+		list := args[0]
+		if !list.IsKnown() {
+			return cty.UnknownVal(retType), nil
+		}
+		switch n := list.LengthInt(); n {
+		case 0:
+			return cty.NullVal(retType), nil
+		case 1:
+			it := list.ElementIterator()
+			it.Next()
+			_, v := it.Element()
+			return v, nil
+		default:
+			return cty.NilVal, function.NewArgErrorf(0, "must have at most one element, not %d", n)
+		}
 	},
 })

@@ -123,6 +123,7 @@ func table(opts Options) []Func {
 		{Name: "replace", Impl: replaceFunc},
 		{Name: "split", Impl: ctystdlib.SplitFunc},
 		{Name: "startswith", Impl: startsWithFunc},
+		{Name: "strcontains", Impl: strContainsFunc},
 		{Name: "strrev", Impl: ctystdlib.ReverseFunc},
 		{Name: "substr", Impl: ctystdlib.SubstrFunc},
 		{Name: "title", Impl: ctystdlib.TitleFunc},
@@ -133,6 +134,8 @@ func table(opts Options) []Func {
 		{Name: "upper", Impl: ctystdlib.UpperFunc},
 
 		// Collections.
+		{Name: "alltrue", Impl: allTrueFunc},
+		{Name: "anytrue", Impl: anyTrueFunc},
 		{Name: "chunklist", Impl: ctystdlib.ChunklistFunc},
 		{Name: "coalesce", Impl: ctystdlib.CoalesceFunc},
 		{Name: "coalescelist", Impl: ctystdlib.CoalesceListFunc},
@@ -147,6 +150,7 @@ func table(opts Options) []Func {
 		{Name: "length", Impl: lengthFunc},
 		{Name: "lookup", Impl: ctystdlib.LookupFunc},
 		{Name: "merge", Impl: ctystdlib.MergeFunc},
+		{Name: "one", Impl: oneFunc},
 		{Name: "range", Impl: ctystdlib.RangeFunc},
 		{Name: "reverse", Impl: ctystdlib.ReverseListFunc},
 		{Name: "setintersection", Impl: ctystdlib.SetIntersectionFunc},
@@ -168,6 +172,7 @@ func table(opts Options) []Func {
 		{Name: "parseint", Impl: ctystdlib.ParseIntFunc},
 		{Name: "pow", Impl: ctystdlib.PowFunc},
 		{Name: "signum", Impl: ctystdlib.SignumFunc},
+		{Name: "sum", Impl: sumFunc},
 
 		// Encoding and dates.
 		{Name: "base64decode", Impl: base64DecodeFunc},
@@ -177,6 +182,7 @@ func table(opts Options) []Func {
 		{Name: "jsondecode", Impl: ctystdlib.JSONDecodeFunc},
 		{Name: "jsonencode", Impl: ctystdlib.JSONEncodeFunc},
 		{Name: "timeadd", Impl: ctystdlib.TimeAddFunc},
+		{Name: "urlencode", Impl: urlEncodeFunc},
 
 		// Type conversion.
 		{Name: "tobool", Impl: toboolFunc,
