@@ -188,6 +188,14 @@ func (e *StepFailedError) Error() string {
 }
 func (e *StepFailedError) Unwrap() error { return e.Err }
 
+// planStopError marks a step error that must stop the whole plan, whatever
+// continue_after_step_failure says: the shared budget ran out, or the run
+// was cancelled.
+type planStopError struct{ err error }
+
+func (e *planStopError) Error() string { return e.err.Error() }
+func (e *planStopError) Unwrap() error { return e.err }
+
 // ErrStepTimeout is the cause of a step that ran past step_timeout.
 var ErrStepTimeout = errors.New("step timed out")
 
@@ -305,7 +313,10 @@ func (sc *stepScheduler) execute(ctx context.Context, steps []planStep, results 
 		results[f.res.ID] = f.res
 		sc.after(f.res)
 		if f.res.Status == stepFailed && stopErr == nil {
+			var ps *planStopError
 			switch {
+			case errors.As(f.res.Err, &ps):
+				stopErr = ps.err
 			case ctx.Err() != nil:
 				stopErr = ctx.Err()
 			case !sc.continueAfterFailure:

@@ -266,3 +266,19 @@ func TestPlanSchedulerCancelled(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+func TestPlanSchedulerStopErrorOverridesContinue(t *testing.T) {
+	steps := []planStep{{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}}}
+	rs := &recordingScheduler{}
+	exhausted := errors.New("max_total_tokens")
+	sc := rs.scheduler(1, true, func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+		return "", &planStopError{err: exhausted}
+	})
+	results := map[string]stepResult{}
+	if err := sc.execute(context.Background(), steps, results); err != exhausted {
+		t.Fatalf("err = %v, want the budget error itself", err)
+	}
+	if _, ok := results["b"]; ok {
+		t.Errorf("step b was scheduled after the plan had to stop")
+	}
+}
