@@ -290,7 +290,8 @@ func (c *compiler) findCycles(edges map[string][]string, report func([]string)) 
 // reports a failure on the policy block.
 func (c *compiler) checkPolicies() {
 	for _, pol := range c.p.Policies {
-		if pol.Kind == "" || (pol.Kind == "opa" && len(pol.OPA.Modules) == 0) || (pol.Kind == "cedar" && len(pol.Cedar.Policies) == 0) {
+		// Rules are checked where they are written, with a better range.
+		if pol.Kind == "" || pol.Kind == "rules" || (pol.Kind == "opa" && len(pol.OPA.Modules) == 0) || (pol.Kind == "cedar" && len(pol.Cedar.Policies) == 0) {
 			continue // already reported
 		}
 		if _, err := policy.FromPlan(c.ctx, c.p, pol.Address, c.baseDir); err != nil {

@@ -54,6 +54,10 @@ func (c *compiler) evalVariables() {
 			} else {
 				v.value, v.set = c.convertVar(b.Name, dv, v.ty, a.Expr.Range().Ptr())
 			}
+			if !v.set {
+				// Reported above; an unknown value keeps the error from cascading.
+				v.value, v.set = cty.UnknownVal(v.ty), true
+			}
 		}
 		vars[b.Name] = v
 		order = append(order, b.Name)

@@ -1,0 +1,3 @@
+symbi {
+  state_dir = "/var/lib/symbi" # ERROR: Absolute path
+}

@@ -1,0 +1,4 @@
+model "m" {
+  provider = "scripted"
+  provider = "openai" # ERROR: Attribute redefined
+}

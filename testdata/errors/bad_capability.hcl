@@ -1,0 +1,5 @@
+model "m" {
+  provider     = "openai"
+  name         = "x"
+  capabilities = ["tools", "vision"] # ERROR: Invalid value for capabilities
+}

@@ -1,0 +1,5 @@
+tool "calc" {
+  description = "Arithmetic"
+  builtin     = "calculator"
+  effect      = "harmless" # ERROR: Invalid value for effect
+}

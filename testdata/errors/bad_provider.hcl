@@ -1,0 +1,4 @@
+model "m" {
+  provider = "opanai" # ERROR: Invalid value for provider
+  name     = "x"
+}

@@ -1,0 +1,5 @@
+policy "rules" {
+  rules {
+    deny = ["shell:cmd"] # ERROR: Invalid rule
+  }
+}

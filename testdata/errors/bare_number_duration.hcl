@@ -1,0 +1,3 @@
+budget "b" {
+  timeout = 30 # ERROR: Invalid duration
+}

@@ -1,0 +1,5 @@
+policy "cedar" { # ERROR: Invalid Cedar policy
+  cedar {
+    policies = ["policies/broken.cedar"]
+  }
+}

@@ -1,0 +1,6 @@
+policy "cedar" { # ERROR: Invalid Cedar policy
+  cedar {
+    policies = ["policies/typo.cedar"]
+    schema   = "policies/symbi.cedarschema"
+  }
+}

@@ -1,0 +1,4 @@
+variable "limit" {
+  type    = number
+  default = "many" # ERROR: Invalid value for variable
+}

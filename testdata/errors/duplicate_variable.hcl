@@ -1,0 +1,7 @@
+variable "q" {
+  default = "a"
+}
+
+variable "q" { # ERROR: Duplicate variable "q"
+  default = "b"
+}

@@ -1,0 +1,3 @@
+locals {
+  key = env("API_KEY") # ERROR: env() not allowed here
+}

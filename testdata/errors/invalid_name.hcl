@@ -1,0 +1,4 @@
+model "Fast" { # ERROR: Invalid name
+  provider = "scripted"
+  script   = "scripts/hello.json"
+}

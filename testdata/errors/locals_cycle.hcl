@@ -1,0 +1,5 @@
+locals {
+  a = local.b # ERROR: Cycle in local values
+  b = "${local.c}!"
+  c = local.a
+}

@@ -1,0 +1,3 @@
+model "m" { # ERROR: Missing required argument
+  name = "x"
+}

@@ -1,0 +1,4 @@
+model "m" {
+  provider = "scripted"
+  script   = "scripts/nope.json" # ERROR: Cannot read file
+}

@@ -1,0 +1,5 @@
+package symbi.broken
+
+decision if {
+  input.action.tool ==
+}

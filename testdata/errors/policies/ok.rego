@@ -1,0 +1,3 @@
+package symbi.ok
+
+allow if input.action.tool == "calculator"

@@ -1,0 +1,5 @@
+policy "rego" {
+  opa {
+    modules = ["policies/*.rgo"] # ERROR: No files match
+  }
+}

@@ -1,0 +1,2 @@
+policy "empty" { # ERROR: Policy without engine
+}

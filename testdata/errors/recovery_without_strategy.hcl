@@ -1,0 +1,2 @@
+recovery "r" { # ERROR: Recovery without strategies
+}

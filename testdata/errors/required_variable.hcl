@@ -1,0 +1,3 @@
+variable "question" { # ERROR: No value for required variable
+  type = string
+}

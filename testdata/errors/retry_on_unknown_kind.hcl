@@ -1,0 +1,5 @@
+recovery "r" {
+  retry {
+    on = ["timeout", "network"] # ERROR: Invalid value for on
+  }
+}

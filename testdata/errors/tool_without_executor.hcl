@@ -1,0 +1,3 @@
+tool "nothing" { # ERROR: Tool without executor
+  description = "Does nothing"
+}

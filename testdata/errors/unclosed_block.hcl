@@ -1,0 +1,2 @@
+model "m" { # ERROR: Unclosed configuration block
+  provider = "scripted"

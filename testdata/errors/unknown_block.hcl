@@ -1,0 +1,2 @@
+modle "fast" { # ERROR: Unsupported block type
+}

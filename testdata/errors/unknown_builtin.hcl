@@ -1,0 +1,4 @@
+tool "calc" {
+  description = "Arithmetic"
+  builtin     = "calculater" # ERROR: Invalid value for builtin
+}

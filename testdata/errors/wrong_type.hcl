@@ -1,0 +1,3 @@
+budget "b" {
+  max_iterations = "many" # ERROR: Incorrect attribute value type
+}
