@@ -188,3 +188,23 @@ func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// ConfigFromPlan is the Config for a compiled model block. The base URL and
+// key are passed in because the plan holds neither value: base_url may be a
+// deferred expression and api_key_env only names the variable. A model whose
+// capabilities are listed but leave out "streaming" gets plain requests.
+func ConfigFromPlan(m plan.Model, baseURL, apiKey string) Config {
+	streaming := len(m.Capabilities) == 0
+	for _, c := range m.Capabilities {
+		streaming = streaming || c == "streaming"
+	}
+	return Config{
+		BaseURL:   baseURL,
+		APIKey:    apiKey,
+		APIKeyEnv: m.APIKeyEnv,
+		Model:     m.Name,
+		Timeouts:  m.Timeouts,
+		Retry:     m.Retry,
+		Streaming: streaming,
+	}
+}

@@ -689,3 +689,20 @@ func BenchmarkStream(b *testing.B) {
 		}
 	}
 }
+
+func TestConfigFromPlan(t *testing.T) {
+	m := plan.Model{
+		Address: "model.fast", Provider: "openai", Name: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
+		Capabilities: []string{"tools", "json"},
+		Timeouts:     plan.ModelTimeouts{Total: plan.Duration(time.Minute)},
+		Retry:        plan.TransportRetry{MaxAttempts: 3},
+	}
+	want := Config{BaseURL: "https://example.test/v1", APIKey: "k", APIKeyEnv: "OPENAI_API_KEY", Model: "gpt-4o-mini", Timeouts: m.Timeouts, Retry: m.Retry}
+	if diff := cmp.Diff(want, ConfigFromPlan(m, "https://example.test/v1", "k"), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".HTTPClient" }, cmp.Ignore())); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	m.Capabilities = append(m.Capabilities, "streaming")
+	if !ConfigFromPlan(m, "", "").Streaming {
+		t.Error("a model with the streaming capability is not streamed")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -369,3 +370,21 @@ func describeType(goType string) string {
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// FromPlan returns the Model for a compiled `provider = "scripted"` model
+// block, reading its script from the plan (or from baseDir, the
+// configuration directory, with its hash checked).
+func FromPlan(m plan.Model, baseDir string) (*Model, error) {
+	if m.Script == nil {
+		return nil, fmt.Errorf("%s: a scripted model needs a script", m.Address)
+	}
+	data, err := m.Script.Load(baseDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Address, err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Script.Path, err)
+	}
+	return New(s), nil
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -358,4 +359,23 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFromPlan(t *testing.T) {
+	content := []byte(`{"turns":[{"content":"from the plan"}]}`)
+	ref := plan.NewFileRef("scripts/s.json", content)
+	m, err := FromPlan(plan.Model{Address: "model.offline", Provider: "scripted", Script: &ref}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := m.Stream(context.Background(), user("x"), nil); err != nil || resp.Content != "from the plan" {
+		t.Errorf("Stream = %+v, %v", resp, err)
+	}
+	if _, err := FromPlan(plan.Model{Address: "model.offline"}, "."); err == nil || !strings.Contains(err.Error(), "model.offline") {
+		t.Errorf("no script: err = %v", err)
+	}
+	bad := plan.NewFileRef("scripts/bad.json", []byte(`{"turns":[{"contnet":"x"}]}`))
+	if _, err := FromPlan(plan.Model{Address: "model.offline", Script: &bad}, "."); err == nil || !strings.Contains(err.Error(), `scripts/bad.json: turns[0]: unknown field "contnet"`) {
+		t.Errorf("bad script: err = %v", err)
+	}
 }
