@@ -1,0 +1,49 @@
+// Package engine runs a compiled plan (never the HCL) as an
+// Observe-Reason-Gate-Act loop: the model proposes actions, the agent's
+// policies decide each one, approved tool calls run concurrently under their
+// timeouts, circuit breakers and recovery chains, and the results become the
+// observations of the next iteration. Every phase transition is appended to a
+// durable journal before the next phase begins, so a killed run can resume.
+//
+// The phase order is enforced by types: a tool executor (builtins.Toolbox)
+// accepts only a policy.Approved, and only package policy can make one, so
+// nothing here can run a tool without a gate decision.
+//
+// # API
+//
+//	New(p *plan.Plan, opts Options) (*Engine, error)
+//	(*Engine).Run(ctx, agent, input string, ro RunOptions) (*Result, error)
+//	(*Engine).Resume(ctx, runID string) (*Result, error)
+//	(*Engine).Close() error
+//
+// Run returns a Result for every run that started, whatever its end; the
+// error is non-nil only when the run could not start (unknown agent, a model
+// or toolbox that cannot be built). Result.Termination says how it ended.
+//
+// # Hook points for the advanced reasoning modes (same package)
+//
+// The mode dispatch (modes.go) looks these methods up on *run by interface
+// assertion, so the files that define them (reflect*.go, planexec*.go,
+// bestofn*.go, ...) can land without touching this package's other files:
+//
+//	func (r *run) reflectAndRetry(ctx context.Context) error
+//	func (r *run) planExecute(ctx context.Context) error
+//	func (e *Engine) RunBestOfN(ctx context.Context, addr, input string, ro RunOptions) (*Result, error)
+//
+// Until a method exists its mode fails with ErrModeUnavailable. A mode
+// function returns nil after setting r.answer (via r.complete), or an error
+// that r.terminate classifies (budget.Exceeded, context errors, *DenialError,
+// anything else is "error").
+//
+// The run primitives a mode builds on (all in run.go / act.go):
+//
+//	r.reason(ctx, msgs, call) (provider.Response, error)   one model call: routing, context fit, budget reservation, streaming, journal
+//	r.gateAction(ctx, a policy.Action) gated              schema check, policy chain, approver for asks, journal
+//	r.act(ctx, []policy.Approved) []observation            dispatch under max_concurrent_tools, tool_timeout, recovery
+//	r.step(ctx) (done bool, err error)                     one full react iteration over r.conv
+//	r.react(ctx) error                                      the react loop over r.conv until respond / terminate
+//	r.subRun(ctx, agentAddr, input string, ro RunOptions) (*Result, error)   a nested run (evaluator, judge), sharing the budget
+//	r.record(eventType string, data any) error             append one journal event (nothing when persistence is off)
+//
+// This package must not be imported by anything but repl and cmd/symbi.
+package engine

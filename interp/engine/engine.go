@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+// Options configure an Engine. Every field is optional.
+type Options struct {
+	// BaseDir is the configuration directory: scripts, policies and tool
+	// working directories are relative to it.
+	BaseDir string
+	// StateDir overrides the plan's state_dir (which is relative to BaseDir).
+	StateDir string
+	// LookupEnv resolves env() in deferred strings and api_key_env; default os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// OnEvent receives every journal event and every streamed content delta,
+	// serialised (never two calls at once).
+	OnEvent func(Event)
+	// Approver decides asks and approval = "always" (terminal prompt or
+	// file queue); nil denies them.
+	Approver policy.Approver
+	// Models replaces the provider of a model address (tests, benchmarks).
+	Models map[string]provider.Model
+	// Context is trusted policy input (the "context" member), never from the model.
+	Context map[string]any
+	// Now and Rand make run ids and timestamps reproducible in tests.
+	Now  func() time.Time
+	Rand io.Reader
+	// Sleep waits in recovery backoff; default a context-aware timer.
+	Sleep func(context.Context, time.Duration) error
+}
+
+// Side-effect modes of RunOptions.SideEffects.
+const (
+	SideEffectsAllow    = "allow"
+	SideEffectsReadOnly = "read_only" // only tools with effect none or read
+	SideEffectsIsolate  = "isolate"   // no tool calls at all
+)
+
+// RunOptions adjust one run.
+type RunOptions struct {
+	// Temperature and MaxOutputTokens replace the agent's loop settings (best-of-N vary).
+	Temperature     *float64
+	MaxOutputTokens int
+	// SideEffects limits tool calls: "" or allow, read_only, isolate.
+	SideEffects string
+	// NoJournal persists nothing (best-of-N candidates): no journal, no saved plan.
+	NoJournal bool
+	// Quiet keeps content deltas from OnEvent (candidates, evaluators).
+	Quiet bool
+	// Budget is shared with the caller (delegations, candidates); nil: the agent's own.
+	Budget *budget.Accountant
+	// Depth is the delegation depth; Ancestors the agents above, for cycle detection.
+	Depth     int
+	Ancestors []string
+	// RunID names the run; empty: a new id.
+	RunID string
+	// Mode replaces the agent's mode (and skips profile selection).
+	Mode string
+}
+
+// Reason is how a run ended.
+type Reason string
+
+const (
+	Completed      Reason = "completed"
+	MaxIterations  Reason = "max_iterations"
+	BudgetExceeded Reason = "budget_exceeded"
+	TimedOut       Reason = "timeout"
+	PolicyDenial   Reason = "policy_denial"
+	Cancelled      Reason = "cancelled"
+	Failed         Reason = "error"
+)
+
+// Termination is the end of a run: the reason, the budget limit that was hit
+// (for budget_exceeded and max_iterations), and the error behind it.
+type Termination struct {
+	Reason Reason `json:"reason"`
+	Limit  string `json:"limit,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Err    error  `json:"-"`
+}
+
+func (t Termination) String() string {
+	s := string(t.Reason)
+	if t.Limit != "" {
+		s += " (" + t.Limit + ")"
+	}
+	if t.Detail != "" {
+		s += ": " + t.Detail
+	}
+	return s
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	RunID       string
+	Agent       string // agent address
+	Mode        string
+	Answer      string
+	Termination Termination
+	Usage       policy.Usage
+	Iterations  int
+	Elapsed     time.Duration
+}
+
+// ErrModeUnavailable is returned for a loop mode this build cannot run.
+var ErrModeUnavailable = errors.New("loop mode not available in this build")
+
+// ErrUnknownAgent is returned by Run for an agent the plan does not have.
+var ErrUnknownAgent = errors.New("unknown agent")
+
+// Engine runs agents of one plan. It is safe for concurrent runs; policies,
+// models and toolboxes are prepared once and shared.
+type Engine struct {
+	plan *plan.Plan
+	opts Options
+
+	mu        sync.Mutex // guards models and gates
+	models    map[string]provider.Model
+	gates     map[string]policy.Gate
+	toolMu    sync.Mutex // separate: building a toolbox may resolve secrets
+	toolboxes map[string]*agentTools
+	secretMu  sync.Mutex
+	secrets   []string
+
+	eventMu sync.Mutex
+}
+
+// New prepares an engine for p. Policies, models and tools are built lazily
+// on first use by a run, so a plan with an agent that cannot start does not
+// stop the others.
+func New(p *plan.Plan, opts Options) (*Engine, error) {
+	if p == nil {
+		return nil, errors.New("engine: nil plan")
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleepCtx
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = DefaultStateDir(p, opts.BaseDir)
+	}
+	return &Engine{
+		plan:      p,
+		opts:      opts,
+		models:    map[string]provider.Model{},
+		gates:     map[string]policy.Gate{},
+		toolboxes: map[string]*agentTools{},
+	}, nil
+}
+
+// DefaultStateDir is the plan's state_dir, relative to the configuration
+// directory.
+func DefaultStateDir(p *plan.Plan, baseDir string) string {
+	sd := p.Settings.StateDir
+	if sd == "" {
+		sd = ".symbi"
+	}
+	if !filepath.IsAbs(sd) {
+		sd = filepath.Join(baseDir, sd)
+	}
+	return sd
+}
+
+// Plan returns the plan the engine runs.
+func (e *Engine) Plan() *plan.Plan { return e.plan }
+
+// StateDir is where journals and queues live.
+func (e *Engine) StateDir() string { return e.opts.StateDir }
+
+// Close releases tool processes and connections.
+func (e *Engine) Close() error {
+	e.toolMu.Lock()
+	defer e.toolMu.Unlock()
+	var errs []error
+	for _, t := range e.toolboxes {
+		if t.box != nil {
+			errs = append(errs, t.box.Close())
+		}
+	}
+	e.toolboxes = map[string]*agentTools{}
+	return errors.Join(errs...)
+}
+
+// AgentAddress resolves "name" or "agent.name" to an agent of the plan. An
+// empty name picks the only agent.
+func (e *Engine) AgentAddress(name string) (string, error) {
+	if name == "" {
+		switch len(e.plan.Agents) {
+		case 0:
+			return "", fmt.Errorf("%w: the configuration has no agent", ErrUnknownAgent)
+		case 1:
+			return e.plan.Agents[0].Address, nil
+		default:
+			names := make([]string, len(e.plan.Agents))
+			for i, a := range e.plan.Agents {
+				names[i] = strings.TrimPrefix(a.Address, "agent.")
+			}
+			return "", fmt.Errorf("%w: the configuration has %d agents (%s); choose one with --agent", ErrUnknownAgent, len(names), strings.Join(names, ", "))
+		}
+	}
+	addr := name
+	if !strings.HasPrefix(addr, "agent.") {
+		addr = "agent." + name
+	}
+	if e.plan.Agent(addr) == nil {
+		return "", fmt.Errorf("%w %q", ErrUnknownAgent, name)
+	}
+	return addr, nil
+}
+
+// emit hands an event to the observer, one at a time.
+func (e *Engine) emit(ev Event) {
+	if e.opts.OnEvent == nil {
+		return
+	}
+	e.eventMu.Lock()
+	defer e.eventMu.Unlock()
+	e.opts.OnEvent(ev)
+}
+
+func (e *Engine) addSecret(s string) {
+	if s == "" {
+		return
+	}
+	e.secretMu.Lock()
+	defer e.secretMu.Unlock()
+	for _, x := range e.secrets {
+		if x == s {
+			return
+		}
+	}
+	e.secrets = append(e.secrets, s)
+}
+
+func (e *Engine) secretList() []string {
+	e.secretMu.Lock()
+	defer e.secretMu.Unlock()
+	return append([]string(nil), e.secrets...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

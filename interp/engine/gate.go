@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// gated is one action after the gate: either approved (and then approved
+// is the only thing act will take) or refused with a note for the model.
+type gated struct {
+	action   policy.Action
+	approved policy.Approved
+	ok       bool
+	kind     string // when refused: obsDenied or obsInvalid
+	note     string // when refused: the observation the model sees
+	decision policy.Decision
+	trail    []policy.Decision
+}
+
+// gateAction decides one action: known tool, side-effect mode, schema,
+// then the agent's policies in order, then a person when a policy asks or
+// the tool requires approval. It never returns an error: anything that goes
+// wrong is a refusal (fail closed).
+func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
+	if note, kind, ok := r.precheck(a); !ok {
+		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
+	}
+	v := r.chain.Gate(ctx, r.policyInput(a))
+	g := gated{action: a, decision: v.Decision, trail: v.Decisions}
+	if v.Ask {
+		approved, d := r.resolveAsk(ctx, v)
+		g.trail = append(g.trail, d)
+		if !approved.Valid() {
+			return g.refuse(d.Reason)
+		}
+		g.approved, g.ok, g.decision = approved, true, d
+		return g
+	}
+	if !v.Approved.Valid() {
+		return g.refuse(v.Decision.Reason)
+	}
+	g.approved, g.ok = v.Approved, true
+	return g
+}
+
+func (g gated) refuse(reason string) gated {
+	g.ok = false
+	g.approved = policy.Approved{}
+	g.kind = obsDenied
+	g.note = denialText(reason)
+	if g.decision.Outcome != policy.Deny {
+		g.decision = policy.Decision{Outcome: policy.Deny, Reason: reason, Engine: "person"}
+	}
+	return g
+}
+
+// precheck refuses what no policy should even see: an unknown tool, a call
+// the side-effect mode forbids, arguments that do not fit the schema, a
+// delegation past the depth limit or into a cycle.
+func (r *run) precheck(a policy.Action) (note, kind string, ok bool) {
+	switch a.Type {
+	case policy.ToolCall:
+		info, known := r.tools.info[a.Tool]
+		if !known {
+			return fmt.Sprintf("[unknown tool] %q is not one of this agent's tools (%s)", a.Tool, strings.Join(r.toolNames(), ", ")), obsInvalid, false
+		}
+		switch r.ro.SideEffects {
+		case SideEffectsIsolate:
+			return "[side effects blocked] tool calls are not allowed in this run", obsDenied, false
+		case SideEffectsReadOnly:
+			if info.Effect != "none" && info.Effect != "read" {
+				return fmt.Sprintf("[side effects blocked] %s has effect %q; this run may only read", a.Tool, info.Effect), obsDenied, false
+			}
+		}
+		if err := r.tools.box.Validate(a.Tool, a.Arguments); err != nil {
+			var f *builtins.Failure
+			msg := err.Error()
+			if errors.As(err, &f) && f.Err != nil {
+				msg = f.Err.Error()
+			}
+			return fmt.Sprintf("[invalid arguments] %s: %s", a.Tool, msg), obsInvalid, false
+		}
+	case policy.Delegate:
+		if r.ro.SideEffects == SideEffectsIsolate {
+			return "[side effects blocked] delegation is not allowed in this run", obsDenied, false
+		}
+		target := "agent." + a.Target
+		allowed := false
+		for _, d := range r.agent.Delegates {
+			allowed = allowed || d == target
+		}
+		if !allowed || a.Task == "" {
+			return fmt.Sprintf("[invalid arguments] delegate: target must be one of %s and task must not be empty", strings.Join(trimAll(r.agent.Delegates, "agent."), ", ")), obsInvalid, false
+		}
+		if max := r.agent.Loop.MaxDelegationDepth; r.ro.Depth+1 > max {
+			return fmt.Sprintf("[delegation refused] depth %d would exceed max_delegation_depth %d", r.ro.Depth+1, max), obsDenied, false
+		}
+		if target == r.agent.Address || containsString(r.ro.Ancestors, target) {
+			chain := append(append([]string{}, r.ro.Ancestors...), r.agent.Address, target)
+			return fmt.Sprintf("[delegation refused] cycle: %s", strings.Join(trimAll(chain, "agent."), " -> ")), obsDenied, false
+		}
+	}
+	return "", "", true
+}
+
+func (r *run) toolNames() []string {
+	out := make([]string, 0, len(r.tools.specs))
+	for _, s := range r.tools.specs {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// policyInput is what the policies see. Usage and the limits come from the
+// accountant, so a policy can refuse on spend.
+func (r *run) policyInput(a policy.Action) policy.Input {
+	model := r.agent.Model
+	if m := r.e.plan.Model(model); m != nil && m.Name != "" {
+		model = strings.TrimPrefix(m.Address, "model.")
+	} else {
+		model = strings.TrimPrefix(strings.TrimPrefix(model, "model."), "router.")
+	}
+	ctx := r.e.opts.Context
+	if ctx == nil {
+		ctx = map[string]any{}
+	}
+	return policy.Input{
+		Action: a,
+		Agent:  policy.AgentInfo{Name: r.name, Model: model, DelegationDepth: r.ro.Depth},
+		Run: policy.RunInfo{
+			ID:        r.id,
+			Iteration: r.iter,
+			Usage:     usageOf(r.acct),
+			Budget:    policy.BudgetLimits(r.e.plan.Budget(r.agent.Budget)),
+		},
+		Context: ctx,
+	}
+}
+
+// resolveAsk puts a verdict that needs a person before the approver and
+// journals the question and the answer. No approver, an error or a timeout
+// is a denial.
+func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved, policy.Decision) {
+	a := v.Action
+	_ = r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Reason: v.Decision.Reason})
+	var approved policy.Approved
+	var rec policy.ApprovalRecord
+	var err error
+	if r.e.opts.Approver == nil {
+		err = ErrNoApprover
+	} else {
+		approved, rec, err = r.chain.Resolve(ctx, v, r.e.opts.Approver, policy.Request{RunID: r.id, Agent: r.name})
+	}
+	d := r.recordApproval(a, rec, err)
+	return approved, d
+}
+
+// escalate asks a person whether a failed call should run again (the
+// escalate recovery strategy). A rejection is (false, nil); a failure to
+// get an answer is an error, which passes the chain on.
+func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeout time.Duration, failure error) (bool, error) {
+	reason := fmt.Sprintf("%s failed (%v); run it again?", a, failure)
+	_ = r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Queue: queue, Reason: reason})
+	if r.e.opts.Approver == nil {
+		r.recordApproval(a, policy.ApprovalRecord{}, ErrNoApprover)
+		return false, ErrNoApprover
+	}
+	rec, err := r.e.opts.Approver.Approve(ctx, policy.Request{RunID: r.id, Agent: r.name, Action: a, Reason: reason, Timeout: timeout})
+	r.recordApproval(a, rec, err)
+	if err != nil {
+		return false, err
+	}
+	if !rec.Approved && rec.Via == "timeout" {
+		return false, fmt.Errorf("escalation to %s timed out", queue)
+	}
+	return rec.Approved, nil
+}
+
+// recordApproval journals a person's answer (or the failure to get one)
+// and returns it as a decision.
+func (r *run) recordApproval(a policy.Action, rec policy.ApprovalRecord, err error) policy.Decision {
+	data := journal.ApprovalDecidedData{CallID: a.CallID, Tool: actionTarget(a), Approved: rec.Approved, By: rec.By, Reason: rec.Reason, TimedOut: rec.Via == "timeout"}
+	d := rec.PersonDecision()
+	switch {
+	case errors.Is(err, ErrNoApprover):
+		data.Reason = "needs a person's approval, and none can be asked in this run"
+		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
+	case err != nil:
+		data.Reason = "asking for approval failed: " + err.Error()
+		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
+	}
+	_ = r.record(journal.ApprovalDecided, data)
+	return d
+}
+
+// ErrNoApprover is the cause of a denial that needed a person when the run
+// has no way to ask one.
+var ErrNoApprover = errors.New("no approver")
+
+// recordGate journals the gate's decisions for one iteration. It must be
+// on disk before anything is dispatched.
+func (r *run) recordGate(gs []gated) error {
+	data := journal.PolicyEvaluatedData{Decisions: make([]journal.GateRecord, len(gs))}
+	for i, g := range gs {
+		d := g.decision
+		if g.ok && d.Outcome != policy.Allow && d.Outcome != policy.Modify {
+			d = policy.Decision{Outcome: policy.Allow, Reason: d.Reason, Engine: "person", Policy: d.Policy}
+		}
+		data.Decisions[i] = journal.GateRecord{Action: g.action, Decision: d, Trail: g.trail}
+		if !g.ok {
+			data.Denied++
+		}
+	}
+	return r.mustRecord(journal.PolicyEvaluated, data)
+}
+
+func actionTarget(a policy.Action) string {
+	if a.Type == policy.Delegate {
+		return "agent." + a.Target
+	}
+	return a.Tool
+}
+
+// chain builds (once per engine and agent) the agent's policy chain. Each
+// policy engine is prepared once and shared by every agent that lists it.
+func (e *Engine) chain(ctx context.Context, a *plan.Agent, tools *agentTools) (*policy.Chain, error) {
+	links := make([]policy.Link, 0, len(a.Policies))
+	for _, addr := range a.Policies {
+		g, err := e.gate(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		links = append(links, policy.Link{Address: addr, Gate: g})
+	}
+	c := policy.NewChain(links, a.Loop.OnNoPolicy, tools.box.Validate)
+	for name, info := range tools.info {
+		if info.Approval == "always" {
+			c.RequireApproval(name)
+		}
+	}
+	return c, nil
+}
+
+func (e *Engine) gate(ctx context.Context, addr string) (policy.Gate, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if g, ok := e.gates[addr]; ok {
+		return g, nil
+	}
+	g, err := policy.FromPlan(ctx, e.plan, addr, e.opts.BaseDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	e.gates[addr] = g
+	return g, nil
+}
+
+func trimAll(list []string, prefix string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = strings.TrimPrefix(s, prefix)
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

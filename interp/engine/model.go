@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/symbi-dev/symbi/convo"
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/provider/openai"
+	"github.com/symbi-dev/symbi/provider/scripted"
+	"github.com/symbi-dev/symbi/routing"
+	"github.com/symbi-dev/symbi/stdlib"
+)
+
+// modelCall is one request a mode wants to make; reason fills in the rest
+// from the agent and the run options.
+type modelCall struct {
+	msgs       []provider.Message // the whole conversation; reason fits it
+	tools      []provider.ToolSpec
+	toolChoice string
+	json       bool
+	// quiet keeps this call's deltas off the terminal (evaluations, plans).
+	quiet bool
+	// temperature and maxOutput replace the run's, when set.
+	temperature *float64
+	maxOutput   int
+}
+
+// reason makes one model call: route, fit the context, reserve the budget
+// (capping max_output_tokens), stream, reconcile, journal. The turn is on
+// disk before reason returns.
+func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error) {
+	msgs := convo.Fit(c.msgs, r.agent.Context)
+	est := estimatePrompt(msgs, c.tools)
+	m, spec, err := r.pickModel(ctx, c, est)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	maxOut := c.maxOutput
+	if maxOut == 0 {
+		maxOut = r.ro.MaxOutputTokens
+	}
+	if maxOut == 0 {
+		maxOut = r.agent.Loop.MaxOutputTokens
+	}
+	res, capped, err := r.acct.ReserveModelCall(est, maxOut, spec.Pricing)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	temp := c.temperature
+	if temp == nil {
+		temp = r.ro.Temperature
+	}
+	if temp == nil {
+		temp = r.agent.Loop.Temperature
+	}
+	req := provider.Request{
+		Model:           spec.Name,
+		Messages:        msgs,
+		Tools:           c.tools,
+		ToolChoice:      c.toolChoice,
+		Temperature:     temp,
+		MaxOutputTokens: capped,
+		JSON:            c.json,
+	}
+	start := r.e.opts.Now()
+	quiet := c.quiet
+	resp, err := m.Stream(ctx, req, func(ev provider.Event) {
+		if !quiet {
+			r.emitDelta(ev.ContentDelta)
+		}
+	})
+	if err != nil {
+		// A call that failed may still have been billed; without usage the
+		// estimate is the honest charge only if the provider answered, so
+		// the reservation is released and the error reported.
+		res.Release()
+		return provider.Response{}, fmt.Errorf("%s: %w", spec.Address, err)
+	}
+	cost := res.Commit(resp.Usage, resp.UsageKnown)
+	data := reasoningData{
+		ReasoningCompleteData: journal.ReasoningCompleteData{
+			Model:        spec.Address,
+			Content:      resp.Content,
+			ToolCalls:    resp.ToolCalls,
+			Actions:      r.actionsOf(resp),
+			Usage:        resp.Usage,
+			UsageKnown:   resp.UsageKnown,
+			CostUSD:      cost,
+			FinishReason: resp.FinishReason,
+			DurationMS:   r.e.opts.Now().Sub(start).Milliseconds(),
+		},
+		Message: provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls},
+	}
+	if err := r.mustRecord(journal.ReasoningComplete, data); err != nil {
+		return provider.Response{}, err
+	}
+	return resp, nil
+}
+
+// estimatePrompt is the preflight token estimate of a request.
+func estimatePrompt(msgs []provider.Message, tools []provider.ToolSpec) int64 {
+	var n int64
+	for _, m := range msgs {
+		n += 4 + int64(stdlib.EstimateTokens(m.Content))
+		for _, c := range m.ToolCalls {
+			n += int64(stdlib.EstimateTokens(c.Name) + stdlib.EstimateTokens(c.Arguments))
+		}
+	}
+	for _, t := range tools {
+		n += int64(stdlib.EstimateTokens(t.Name) + stdlib.EstimateTokens(t.Description) + stdlib.EstimateTokens(string(t.Parameters)))
+	}
+	return n
+}
+
+// pickModel returns the agent's model, or asks its router, journalling the
+// decision with every rejected model.
+func (r *run) pickModel(ctx context.Context, c modelCall, est int64) (provider.Model, *plan.Model, error) {
+	addr := r.agent.Model
+	if rt := r.e.plan.Router(addr); rt != nil {
+		maxOut := int64(c.maxOutput)
+		if maxOut == 0 {
+			maxOut = int64(r.agent.Loop.MaxOutputTokens)
+		}
+		remaining, limited := remainingCost(r.acct)
+		req := routing.Requirements{EstimatedPromptTokens: est, EstimatedOutputTokens: maxOut, RemainingCostUSD: remaining, CostLimited: limited}
+		if len(c.tools) > 0 {
+			req.Capabilities = append(req.Capabilities, "tools")
+		}
+		if c.json {
+			req.Capabilities = append(req.Capabilities, "json")
+		}
+		cands, err := routing.CandidatesFromPlan(r.e.plan, *rt)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := routing.Select(req, cands, routing.RouterFromPlan(*rt))
+		data := journal.ModelRoutedData{Router: rt.Address, Strategy: rt.Strategy, EstimatedTokens: est}
+		rejected := d.Rejected
+		var nm *routing.NoModelError
+		if errors.As(err, &nm) {
+			rejected = nm.Rejected
+		}
+		for _, rej := range rejected {
+			data.Rejected = append(data.Rejected, journal.RejectedModel{Model: rej.Model, Reason: rej.Reason})
+		}
+		if err != nil {
+			data.Reason = err.Error()
+			_ = r.record(journal.ModelRouted, data)
+			return nil, nil, fmt.Errorf("%s: %w", rt.Address, err)
+		}
+		data.Model = d.Chosen
+		data.Reason = fmt.Sprintf("%s score %.3f", rt.Strategy, d.Score)
+		if err := r.mustRecord(journal.ModelRouted, data); err != nil {
+			return nil, nil, err
+		}
+		addr = d.Chosen
+	}
+	spec := r.e.plan.Model(addr)
+	if spec == nil {
+		return nil, nil, fmt.Errorf("%s: model %q is not in the plan", r.agent.Address, addr)
+	}
+	m, err := r.e.model(spec)
+	return m, spec, err
+}
+
+// model builds (once) the provider of a model block.
+func (e *Engine) model(spec *plan.Model) (provider.Model, error) {
+	if m, ok := e.opts.Models[spec.Address]; ok {
+		return m, nil
+	}
+	e.mu.Lock()
+	if m, ok := e.models[spec.Address]; ok {
+		e.mu.Unlock()
+		return m, nil
+	}
+	e.mu.Unlock()
+	m, err := e.buildModel(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.Address, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if have, ok := e.models[spec.Address]; ok {
+		return have, nil
+	}
+	e.models[spec.Address] = m
+	return m, nil
+}
+
+func (e *Engine) buildModel(spec *plan.Model) (provider.Model, error) {
+	switch spec.Provider {
+	case "scripted":
+		return scripted.FromPlan(*spec, e.opts.BaseDir)
+	case "openai":
+		base, err := e.resolve(spec.BaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("base_url: %w", err)
+		}
+		var key string
+		if spec.APIKeyEnv != "" {
+			// The key is a secret from here on: journal and terminal redact it.
+			key, _ = e.opts.LookupEnv(spec.APIKeyEnv)
+			e.addSecret(key)
+		}
+		return openai.New(openai.ConfigFromPlan(*spec, base, key))
+	}
+	return nil, fmt.Errorf("unknown provider %q", spec.Provider)
+}

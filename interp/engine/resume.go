@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+// ErrRunFinished is returned when asked to resume a run whose journal
+// already ends with a terminated event.
+var ErrRunFinished = errors.New("run already finished")
+
+// Resume continues an interrupted run of this engine's plan from its last
+// complete iteration: the conversation is rebuilt from the journal (the
+// assistant message of each reasoning_complete and the messages of each
+// observations_collected), the budget is charged with everything the
+// journal says was spent, and the run appends to the same journal. An
+// iteration cut short is done again: its model call is repeated, and tool
+// calls that were dispatched but whose results were not all journalled run
+// again, so a tool that is not idempotent may see a call twice.
+func (e *Engine) Resume(ctx context.Context, runID string) (*Result, error) {
+	events, err := journal.ReadFile(journal.Path(e.opts.StateDir, runID))
+	if err != nil {
+		return nil, err
+	}
+	st, err := startOf(events)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	for _, ev := range events {
+		if ev.Type == journal.Terminated {
+			var t journal.TerminatedData
+			_ = ev.Decode(&t)
+			return nil, fmt.Errorf("run %s: %w (%s)", runID, ErrRunFinished, t.Reason)
+		}
+	}
+	r, err := e.newRun(ctx, st.Agent, st.Input, RunOptions{RunID: runID, Mode: st.Mode, Depth: st.Depth, Ancestors: st.Ancestors})
+	if err != nil {
+		return nil, err
+	}
+	r.profile = st.Profile
+	r.conv = r.initialConversation()
+	if r.mode == "simple" || r.mode == "react" || r.mode == "" {
+		r.replay(events)
+	}
+	if err := r.open(true); err != nil {
+		return nil, err
+	}
+	r.recordStarted(events[len(events)-1].Seq)
+	return r.execute(ctx), nil
+}
+
+// startOf finds the run's first started event.
+func startOf(events []journal.Event) (startedData, error) {
+	for _, ev := range events {
+		if ev.Type == journal.Started {
+			var st startedData
+			if err := ev.Decode(&st); err != nil {
+				return st, err
+			}
+			return st, nil
+		}
+	}
+	return startedData{}, errors.New("journal has no started event")
+}
+
+// replay rebuilds the conversation up to the last complete iteration and
+// charges the budget with what the journal records as spent, including the
+// model calls of an iteration cut short (they were paid for).
+func (r *run) replay(events []journal.Event) {
+	pending := map[int]provider.Message{}
+	for _, ev := range events {
+		switch ev.Type {
+		case journal.ReasoningComplete:
+			var d reasoningData
+			if ev.Decode(&d) != nil {
+				continue
+			}
+			pending[ev.Iteration] = d.Message
+			var pricing = r.pricingOf(d.Model)
+			if res, _, err := r.acct.ReserveModelCall(0, 0, pricing); err == nil {
+				res.Commit(d.Usage, d.UsageKnown)
+			}
+		case journal.ToolsDispatched:
+			var d journal.ToolsDispatchedData
+			if ev.Decode(&d) != nil {
+				continue
+			}
+			_ = r.acct.ToolRound()
+			for range d.Calls {
+				_ = r.acct.ToolCall()
+			}
+		case journal.ObservationsCollected:
+			msg, ok := pending[ev.Iteration]
+			if !ok {
+				continue
+			}
+			var d observationsData
+			if ev.Decode(&d) != nil {
+				continue
+			}
+			_ = r.acct.Iteration()
+			r.conv = append(r.conv, msg)
+			r.conv = append(r.conv, d.Messages...)
+			r.iter = ev.Iteration
+			delete(pending, ev.Iteration)
+		}
+	}
+}
+
+// ResumeRun continues run runID found in stateDir: it loads the plan saved
+// with the run, builds an engine for it (opts.BaseDir defaults to the
+// directory the run was started from) and resumes.
+func ResumeRun(ctx context.Context, stateDir, runID string, opts Options) (*Result, error) {
+	b, err := journal.LoadPlan(stateDir, runID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	if opts.BaseDir == "" {
+		events, err := journal.ReadFile(journal.Path(stateDir, runID))
+		if err != nil {
+			return nil, err
+		}
+		st, err := startOf(events)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", runID, err)
+		}
+		opts.BaseDir = st.BaseDir
+	}
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	opts.StateDir = stateDir
+	e, err := New(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	return e.Resume(ctx, runID)
+}

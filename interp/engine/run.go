@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+// run is one execution of one agent. Its methods are the primitives every
+// mode is built from; a run is used by one goroutine at a time except where
+// a method says otherwise.
+type run struct {
+	e       *Engine
+	id      string
+	agent   *plan.Agent
+	name    string // agent name without "agent."
+	input   string
+	ro      RunOptions
+	mode    string
+	profile string
+
+	acct  *budget.Accountant
+	jw    *journal.Writer
+	tools *agentTools
+	chain *policy.Chain
+
+	conv   []provider.Message
+	iter   int
+	answer string
+	start  time.Time
+	// delegations numbers sub-runs, for their run ids.
+	delegations int
+	// redacted is how many of the engine's secrets the journal knows.
+	redacted int
+}
+
+// DenialError is a final answer (or terminate) that the policies denied.
+type DenialError struct {
+	Action   policy.Action
+	Decision policy.Decision
+}
+
+func (e *DenialError) Error() string {
+	if e.Decision.Reason == "" {
+		return fmt.Sprintf("%s denied", e.Action)
+	}
+	return fmt.Sprintf("%s denied: %s", e.Action, e.Decision.Reason)
+}
+
+// Run executes one agent on input. See the package documentation for how
+// the error and the Result's Termination divide the outcomes.
+func (e *Engine) Run(ctx context.Context, agent, input string, ro RunOptions) (*Result, error) {
+	r, err := e.newRun(ctx, agent, input, ro)
+	if err != nil {
+		return nil, err
+	}
+	r.conv = r.initialConversation()
+	if err := r.open(false); err != nil {
+		return nil, err
+	}
+	r.recordStarted(0)
+	return r.execute(ctx), nil
+}
+
+// newRun resolves the agent and builds what a run needs, without writing
+// anything yet.
+func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions) (*run, error) {
+	addr, err := e.AgentAddress(agent)
+	if err != nil {
+		return nil, err
+	}
+	a := e.plan.Agent(addr)
+	r := &run{
+		e:     e,
+		agent: a,
+		name:  strings.TrimPrefix(a.Address, "agent."),
+		input: input,
+		ro:    ro,
+		start: e.opts.Now(),
+	}
+	r.id = ro.RunID
+	if r.id == "" {
+		r.id = journal.NewRunID(r.start, e.opts.Rand)
+	}
+	r.mode, r.profile = selectMode(a, input, ro.Mode)
+	r.acct = ro.Budget
+	if r.acct == nil {
+		r.acct = budget.New(e.plan.Budget(a.Budget))
+	}
+	if r.tools, err = e.agentTools(ctx, a); err != nil {
+		return nil, err
+	}
+	if r.chain, err = e.chain(ctx, a, r.tools); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// open starts the journal (appending to an existing one when resuming) and
+// saves the plan beside it, unless the run persists nothing.
+func (r *run) open(resume bool) error {
+	if r.ro.NoJournal {
+		return nil
+	}
+	mode, err := journal.ParseSyncMode(r.e.plan.Settings.JournalSync)
+	if err != nil {
+		return err
+	}
+	sd := r.e.opts.StateDir
+	if resume {
+		r.jw, err = journal.OpenAppend(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
+	} else {
+		r.jw, err = journal.Create(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
+		if err == nil {
+			var b []byte
+			if b, err = plan.Encode(r.e.plan); err == nil {
+				err = journal.SavePlan(sd, r.id, b)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("starting the journal: %w", err)
+	}
+	secrets := r.e.secretList()
+	r.jw.Redact(secrets...)
+	r.redacted = len(secrets)
+	return nil
+}
+
+func (r *run) initialConversation() []provider.Message {
+	var msgs []provider.Message
+	if r.agent.System != "" {
+		msgs = append(msgs, provider.Message{Role: provider.System, Content: r.agent.System})
+	}
+	return append(msgs, provider.Message{Role: provider.User, Content: r.input})
+}
+
+func (r *run) recordStarted(resumeAfter int64) {
+	limits := policy.BudgetLimits(r.e.plan.Budget(r.agent.Budget))
+	_ = r.record(journal.Started, startedData{
+		StartedData: journal.StartedData{
+			Agent:      r.agent.Address,
+			Mode:       r.mode,
+			Input:      r.input,
+			SourceHash: r.e.plan.SourceHash,
+			Budget:     &limits,
+			Resume:     resumeAfter,
+		},
+		Profile:   r.profile,
+		Depth:     r.ro.Depth,
+		Ancestors: r.ro.Ancestors,
+		BaseDir:   absDir(r.e.opts.BaseDir),
+	})
+}
+
+// execute runs the mode under the budget's deadline and always ends with a
+// terminated event.
+func (r *run) execute(parent context.Context) *Result {
+	ctx, cancel := r.acct.Context(parent)
+	defer cancel()
+	err := r.runMode(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return r.finish(ctx, parent, err)
+}
+
+// runMode is the per-mode dispatch.
+func (r *run) runMode(ctx context.Context) error {
+	switch r.mode {
+	case "simple":
+		return r.simple(ctx)
+	case "react", "":
+		return r.react(ctx)
+	case "reflect_and_retry":
+		if m, ok := any(r).(interface{ reflectAndRetry(context.Context) error }); ok {
+			return m.reflectAndRetry(ctx)
+		}
+	case "plan_execute":
+		if m, ok := any(r).(interface{ planExecute(context.Context) error }); ok {
+			return m.planExecute(ctx)
+		}
+	}
+	return fmt.Errorf("%w: %q", ErrModeUnavailable, r.mode)
+}
+
+// finish classifies how the run ended, journals it and closes the journal.
+func (r *run) finish(ctx, parent context.Context, err error) *Result {
+	t := r.classify(ctx, parent, err)
+	res := &Result{
+		RunID:       r.id,
+		Agent:       r.agent.Address,
+		Mode:        r.mode,
+		Answer:      r.answer,
+		Termination: t,
+		Usage:       usageOf(r.acct),
+		Iterations:  r.iter,
+		Elapsed:     r.e.opts.Now().Sub(r.start),
+	}
+	if t.Reason != Completed {
+		res.Answer = ""
+	}
+	data := journal.TerminatedData{
+		Reason:     string(t.Reason),
+		Limit:      t.Limit,
+		Iterations: r.iter,
+		Usage:      res.Usage,
+		DurationMS: res.Elapsed.Milliseconds(),
+		Answer:     res.Answer,
+	}
+	if t.Err != nil {
+		data.Error = t.Err.Error()
+	}
+	_ = r.record(journal.Terminated, data)
+	if r.jw != nil {
+		if cerr := r.jw.Close(); cerr != nil && t.Reason == Completed {
+			// An answer whose journal could not be written is not durable:
+			// say so rather than report success.
+			res.Termination = Termination{Reason: Failed, Detail: cerr.Error(), Err: cerr}
+		}
+	}
+	return res
+}
+
+// classify turns the mode's error into a termination. The run's own
+// context tells a budget timeout from a cancellation by the caller.
+func (r *run) classify(ctx, parent context.Context, err error) Termination {
+	if err == nil {
+		return Termination{Reason: Completed}
+	}
+	var ex *budget.Exceeded
+	var den *DenialError
+	switch {
+	case parent.Err() != nil && errors.Is(err, parent.Err()) || errors.Is(err, context.Canceled) && parent.Err() != nil:
+		return Termination{Reason: Cancelled, Detail: "cancelled", Err: err}
+	case errors.As(err, &ex):
+		return exceeded(ex, err)
+	case ctx.Err() != nil && parent.Err() == nil:
+		if errors.As(context.Cause(ctx), &ex) {
+			return exceeded(ex, err)
+		}
+		return Termination{Reason: TimedOut, Limit: "timeout", Detail: err.Error(), Err: err}
+	case errors.As(err, &den):
+		return Termination{Reason: PolicyDenial, Detail: den.Decision.Reason, Err: err}
+	case parent.Err() != nil:
+		return Termination{Reason: Cancelled, Detail: "cancelled", Err: err}
+	}
+	return Termination{Reason: Failed, Detail: err.Error(), Err: err}
+}
+
+func exceeded(ex *budget.Exceeded, err error) Termination {
+	switch ex.Limit {
+	case "max_iterations":
+		return Termination{Reason: MaxIterations, Limit: ex.Limit, Detail: ex.Error(), Err: err}
+	case "timeout":
+		return Termination{Reason: TimedOut, Limit: ex.Limit, Detail: ex.Error(), Err: err}
+	}
+	return Termination{Reason: BudgetExceeded, Limit: ex.Limit, Detail: ex.Error(), Err: err}
+}
+
+// complete ends the run with an answer.
+func (r *run) complete(answer string) {
+	r.answer = answer
+}
+
+// record appends one journal event and shows it to the observer. Without a
+// journal (candidates) the observer still sees it, with no seq.
+func (r *run) record(typ string, data any) error {
+	var raw json.RawMessage
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return fmt.Errorf("journal: %s data: %w", typ, err)
+		}
+		raw = b
+	}
+	ev := journal.Event{Agent: r.agent.Address, Iteration: r.iter, Type: typ, Data: raw, RunID: r.id}
+	var seq int64
+	if r.jw != nil {
+		if s := r.e.secretList(); len(s) > r.redacted {
+			// A model built after the journal opened may have brought a key.
+			r.jw.Redact(s...)
+			r.redacted = len(s)
+		}
+		if err := r.jw.Append(ev); err != nil {
+			return err
+		}
+		seq = r.jw.Seq()
+	}
+	if r.e.opts.OnEvent != nil {
+		r.e.emit(Event{Seq: seq, Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: typ, Data: r.redact(raw)})
+	}
+	return nil
+}
+
+// mustRecord is record for the events the loop cannot continue without: a
+// phase that is not on disk must not be followed by the next.
+func (r *run) mustRecord(typ string, data any) error {
+	if err := r.record(typ, data); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// redact keeps secrets out of what the observer prints, as the journal
+// keeps them out of the file.
+func (r *run) redact(b []byte) []byte {
+	secrets := r.e.secretList()
+	if len(secrets) == 0 {
+		return b
+	}
+	s := string(b)
+	for _, x := range secrets {
+		if len(x) >= 4 {
+			s = strings.ReplaceAll(s, x, "[redacted]")
+		}
+	}
+	return []byte(s)
+}
+
+func (r *run) emitDelta(text string) {
+	if r.ro.Quiet || r.e.opts.OnEvent == nil || text == "" {
+		return
+	}
+	r.e.emit(Event{Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: ContentDelta, Delta: string(r.redact([]byte(text)))})
+}
+
+func absDir(d string) string {
+	if d == "" {
+		d = "."
+	}
+	if abs, err := filepath.Abs(d); err == nil {
+		return abs
+	}
+	return d
+}

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/interp"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+// DelegateTool is the name of the tool an agent with delegates gets: the
+// model calls it with a target agent and a task, and the engine turns the
+// call into a delegate action for the gate.
+const DelegateTool = "delegate"
+
+// agentTools is one agent's tool set, prepared once per engine.
+type agentTools struct {
+	box   *builtins.Toolbox
+	specs []provider.ToolSpec      // what the model sees, after the profile
+	info  map[string]builtins.Info // by tool name, the visible tools only
+}
+
+// agentTools builds (once) the toolbox of agent a: its effective tools, its
+// MCP servers' tools filtered by its profile, and the delegate tool.
+func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, error) {
+	e.toolMu.Lock()
+	defer e.toolMu.Unlock()
+	if t, ok := e.toolboxes[a.Address]; ok {
+		return t, nil
+	}
+	var tools []plan.Tool
+	for _, addr := range a.EffectiveTools {
+		if t := e.plan.Tool(addr); t != nil {
+			tools = append(tools, *t)
+		}
+	}
+	var servers []plan.MCPServer
+	for _, addr := range a.Tools {
+		if s := e.plan.MCPServer(addr); s != nil {
+			servers = append(servers, *s)
+		}
+	}
+	box, err := builtins.NewToolbox(ctx, tools, servers, builtins.Options{
+		BaseDir:  e.opts.BaseDir,
+		StateDir: e.opts.StateDir,
+		Resolve:  e.resolve,
+		Now:      e.opts.Now,
+		Sleep:    e.opts.Sleep,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: tools: %w", a.Address, err)
+	}
+	names := box.Names()
+	if len(servers) > 0 && a.ToolProfile != "" {
+		if p := e.plan.ToolProfile(a.ToolProfile); p != nil {
+			// Configured tools were filtered by the compiler; the servers'
+			// tools are known only now.
+			configured := map[string]bool{}
+			for _, t := range tools {
+				configured[strings.TrimPrefix(t.Address, "tool.")] = true
+			}
+			var fromServers []string
+			for _, n := range names {
+				if !configured[n] {
+					fromServers = append(fromServers, n)
+				}
+			}
+			keep := builtins.ApplyProfile(fromServers, p.Include, p.Exclude, 0)
+			names = slices.DeleteFunc(names, func(n string) bool { return !configured[n] && !slices.Contains(keep, n) })
+			if p.MaxTools > 0 && len(names) > p.MaxTools {
+				names = names[:p.MaxTools]
+			}
+		}
+	}
+	t := &agentTools{box: box, info: map[string]builtins.Info{}}
+	for _, n := range names {
+		info, _ := box.Info(n)
+		t.info[n] = info
+		t.specs = append(t.specs, provider.ToolSpec{Name: n, Description: info.Description, Parameters: info.Parameters})
+	}
+	if len(a.Delegates) > 0 {
+		t.specs = append(t.specs, delegateSpec(a.Delegates))
+	}
+	e.toolboxes[a.Address] = t
+	return t, nil
+}
+
+// delegateSpec describes the delegate tool with the agent's delegates as
+// the only allowed targets.
+func delegateSpec(delegates []string) provider.ToolSpec {
+	targets := make([]string, len(delegates))
+	for i, d := range delegates {
+		targets[i] = strings.TrimPrefix(d, "agent.")
+	}
+	schema, _ := json.Marshal(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"target": map[string]any{"type": "string", "enum": targets, "description": "the agent to hand the task to"},
+			"task":   map[string]any{"type": "string", "description": "what the agent should do, self-contained"},
+		},
+		"required":             []string{"target", "task"},
+		"additionalProperties": false,
+	})
+	return provider.ToolSpec{
+		Name:        DelegateTool,
+		Description: "Hand a task to another agent and get its answer. Targets: " + strings.Join(targets, ", "),
+		Parameters:  schema,
+	}
+}
+
+// resolve evaluates a deferred string (one that calls env()). Its value may
+// be a secret, so it joins the redaction list before anyone can see it.
+func (e *Engine) resolve(s plan.String) (string, error) {
+	if s.Deferred == nil {
+		return s.Value, nil
+	}
+	v, err := interp.EvalString(s, e.opts.LookupEnv)
+	if err != nil {
+		return "", err
+	}
+	e.addSecret(v)
+	return v, nil
+}
