@@ -73,6 +73,10 @@ type Response struct {
 type Event struct {
 	// ContentDelta is text to show now. Tool calls arrive whole in the Response.
 	ContentDelta string
+	// ReasoningDelta is reasoning text the provider chose to send
+	// (reasoning_content); it is not part of the answer, and symbi never
+	// asks a model for hidden reasoning.
+	ReasoningDelta string
 }
 
 // Model is one configured model endpoint. Stream delivers content deltas to

@@ -81,6 +81,7 @@ type Reply struct {
 	Chunks    []string // content deltas; when empty, Content is sent as one delta
 	ToolCalls []ToolCall
 	Refusal   string // sent as the message's refusal
+	Reasoning string // sent as reasoning_content, before the content
 
 	// FinishReason defaults to "tool_calls" with tool calls, "content_filter"
 	// with a refusal, else "stop".
@@ -180,6 +181,7 @@ type toolCallJSON struct {
 
 type messageJSON struct {
 	Role      string         `json:"role"`
+	Reasoning string         `json:"reasoning_content,omitempty"`
 	Content   *string        `json:"content"`
 	Refusal   *string        `json:"refusal"`
 	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
@@ -194,6 +196,7 @@ type choiceJSON struct {
 
 type deltaJSON struct {
 	Role      string         `json:"role,omitempty"`
+	Reasoning string         `json:"reasoning_content,omitempty"`
 	Content   *string        `json:"content,omitempty"`
 	Refusal   *string        `json:"refusal,omitempty"`
 	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
@@ -211,7 +214,7 @@ type completionJSON struct {
 const created = 1700000000
 
 func completion(r Reply, chat openai.ChatCompletionRequest) completionJSON {
-	msg := &messageJSON{Role: "assistant"}
+	msg := &messageJSON{Role: "assistant", Reasoning: r.Reasoning}
 	if c := r.content(); c != "" || len(r.ToolCalls) == 0 {
 		msg.Content = &c
 	}
@@ -245,6 +248,9 @@ func streamEvents(r Reply, chat openai.ChatCompletionRequest, includeUsage bool)
 	}
 	empty := ""
 	add(&deltaJSON{Role: "assistant", Content: &empty}, nil)
+	if r.Reasoning != "" {
+		add(&deltaJSON{Reasoning: r.Reasoning}, nil)
+	}
 	chunks := r.Chunks
 	if len(chunks) == 0 && r.Content != "" {
 		chunks = []string{r.Content}

@@ -706,3 +706,55 @@ func TestConfigFromPlan(t *testing.T) {
 		t.Error("a model with the streaming capability is not streamed")
 	}
 }
+
+func TestReasoningIsDeliveredApart(t *testing.T) {
+	s := newSetup(t, nil, fakeserver.Reply{Reasoning: "6 times 7", Chunks: []string{"42"}})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	var events []provider.Event
+	resp, err := s.model.Stream(ctx, ask("x"), func(e provider.Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []provider.Event{{ReasoningDelta: "6 times 7"}, {ContentDelta: "42"}}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if resp.Content != "42" {
+		t.Errorf("content = %q; reasoning is not part of the answer", resp.Content)
+	}
+}
+
+func TestErrorInsideTheStream(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n == 1 {
+			w.Write([]byte(`data: {"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}` + "\n\n"))
+			return
+		}
+		w.Write([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"))
+	}))
+	defer ts.Close()
+	sl := &sleeps{}
+	m, err := New(Config{BaseURL: ts.URL, Model: "m", Streaming: true, Sleep: sl.sleep, Retry: plan.TransportRetry{MaxAttempts: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.Stream(context.Background(), ask("x"), nil)
+	if err != nil || resp.Content != "ok" {
+		t.Fatalf("an in-stream rate limit was not retried: %+v, %v", resp, err)
+	}
+
+	m, _ = New(Config{BaseURL: ts.URL, Model: "m", Streaming: true})
+	mu.Lock()
+	calls = 0
+	mu.Unlock()
+	_, err = m.Stream(context.Background(), ask("x"), nil)
+	wantKind(t, err, provider.RateLimited, "rate_limit_exceeded")
+}

@@ -14,8 +14,8 @@ import (
 )
 
 // Stream makes one model call: up to Retry.MaxAttempts attempts, under the
-// total timeout. Content deltas reach onEvent as they arrive; once one has,
-// the call is not retried, so the caller never sees text twice.
+// total timeout. Deltas reach onEvent as they arrive; once one has, the call
+// is not retried, so the caller never sees text twice.
 func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(provider.Event)) (provider.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return provider.Response{}, err
@@ -87,7 +87,7 @@ func fits(ctx context.Context, d time.Duration) bool {
 	return !ok || time.Until(deadline) > d
 }
 
-// attempt makes one HTTP request. delivered reports whether any content
+// attempt makes one HTTP request. delivered reports whether any delta
 // reached onEvent.
 func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest, onEvent func(provider.Event)) (provider.Response, bool, failure) {
 	ex := &exchange{}
@@ -150,9 +150,9 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		first = false
 		// The idle timer is stopped while onEvent runs: the caller's
 		// handling of a delta is not the server being idle.
-		if delta := turn.add(chunk); delta != "" {
+		if e := turn.add(chunk); e != (provider.Event{}) {
 			delivered = true
-			onEvent(provider.Event{ContentDelta: delta})
+			onEvent(e)
 		}
 		if idleTimer != nil {
 			idleTimer.Reset(idle)
@@ -185,17 +185,18 @@ type callBuilder struct {
 	args     strings.Builder
 }
 
-// add takes one chunk and returns its content delta.
-func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) string {
+// add takes one chunk and returns what of it the caller sees now.
+func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) provider.Event {
 	if chunk.Usage != nil {
 		b.usage = chunk.Usage
 	}
-	var delta strings.Builder
+	var delta, reasoning strings.Builder
 	for _, c := range chunk.Choices {
 		if c.Index != 0 {
 			continue // only one choice is ever asked for
 		}
 		delta.WriteString(c.Delta.Content)
+		reasoning.WriteString(c.Delta.ReasoningContent)
 		b.refusal.WriteString(c.Delta.Refusal)
 		for _, tc := range c.Delta.ToolCalls {
 			b.addCall(tc)
@@ -206,7 +207,7 @@ func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) string {
 		}
 	}
 	b.content.WriteString(delta.String())
-	return delta.String()
+	return provider.Event{ContentDelta: delta.String(), ReasoningDelta: reasoning.String()}
 }
 
 func (b *turnBuilder) addCall(tc goopenai.ToolCall) {
