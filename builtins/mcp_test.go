@@ -1,0 +1,267 @@
+package builtins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// TestMain doubles as an MCP server: with SYMBI_TEST_MCP_SERVER=stdio the
+// test binary serves testMCPServer on stdin/stdout, so the stdio transport
+// is tested against a real process.
+func TestMain(m *testing.M) {
+	if os.Getenv("SYMBI_TEST_MCP_SERVER") == "stdio" {
+		if err := testMCPServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type greetIn struct {
+	Name string `json:"name"`
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// testMCPServer is built with the same SDK: tools with each kind of
+// annotation, one that fails, one that never answers, and one whose name
+// collides with a builtin.
+func testMCPServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "symbi-test", Version: "1"}, nil)
+	yes := true
+	mcp.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in greetIn) (*mcp.CallToolResult, any, error) {
+			return textResult("hello, " + in.Name), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wipe", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return textResult("wiped"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "note"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return textResult("noted"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "boom"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "boom failed on purpose"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "calculator", Description: "shadowed by the builtin"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return textResult("server calculator"), nil, nil
+		})
+	return s
+}
+
+func stdioServer(t testing.TB) plan.MCPServer {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan.MCPServer{
+		Address: "mcp_server.inproc",
+		Command: []plan.String{plan.Lit(exe), plan.Lit("-test.run=^$")},
+		Env:     map[string]plan.String{"SYMBI_TEST_MCP_SERVER": plan.Lit("stdio")},
+		Effect:  "write",
+		Timeout: plan.Duration(20 * time.Second),
+	}
+}
+
+func httpMCPServer(t testing.TB) plan.MCPServer {
+	srv := testMCPServer()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return plan.MCPServer{Address: "mcp_server.remote", URL: plan.Lit(ts.URL), Effect: "write", Timeout: plan.Duration(20 * time.Second)}
+}
+
+func TestMCPServers(t *testing.T) {
+	for name, server := range map[string]func(testing.TB) plan.MCPServer{"stdio": stdioServer, "streamable_http": httpMCPServer} {
+		t.Run(name, func(t *testing.T) {
+			s := server(t)
+			short := strings.TrimPrefix(s.Address, "mcp_server.")
+			tb := newToolbox(t, []plan.Tool{builtinTool("calculator")}, []plan.MCPServer{s}, Options{})
+			effects := map[string]string{}
+			for _, info := range tb.Tools() {
+				effects[info.Name] = info.Effect
+				if info.Name != "calculator" && info.Source != s.Address {
+					t.Errorf("%s: source %q", info.Name, info.Source)
+				}
+			}
+			want := map[string]string{
+				"calculator": "none", "greet": "read", "wipe": "destructive", "note": "write", "boom": "write", "slow": "write",
+				short + "__calculator": "write",
+			}
+			for n, e := range want {
+				if effects[n] != e {
+					t.Errorf("tool %s: effect %q, want %q (have %v)", n, effects[n], e, effects)
+				}
+			}
+			ctx := context.Background()
+			r, err := tb.Call(ctx, approve(t, tb, "greet", `{"name":"Ada"}`))
+			if err != nil || r.Content != "hello, Ada" || r.Tool != "greet" {
+				t.Errorf("greet: %+v %v", r, err)
+			}
+			r, err = tb.Call(ctx, approve(t, tb, short+"__calculator", `{}`))
+			if err != nil || r.Content != "server calculator" {
+				t.Errorf("renamed tool: %+v %v", r, err)
+			}
+			r, err = tb.Call(ctx, approve(t, tb, "calculator", `{"expression":"1+1"}`))
+			if err != nil || r.Content != "2" {
+				t.Errorf("builtin keeps its name: %+v %v", r, err)
+			}
+			_, err = tb.Call(ctx, approve(t, tb, "boom", `{}`))
+			if f := wantKind(t, err, Error); !strings.Contains(f.Error(), "boom failed on purpose") {
+				t.Errorf("boom: %v", err)
+			}
+			// The server's schema is checked before the gate.
+			err = tb.Validate("greet", []byte(`{"name":5}`))
+			wantKind(t, err, InvalidArguments)
+
+			tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			_, err = tb.Call(tctx, approve(t, tb, "slow", `{}`))
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("slow: %v", err)
+			}
+			// The session survives a cancelled call.
+			if _, err := tb.Call(ctx, approve(t, tb, "note", `{}`)); err != nil {
+				t.Errorf("after a cancelled call: %v", err)
+			}
+		})
+	}
+}
+
+func TestMCPToolBlockWrapsAServerTool(t *testing.T) {
+	s := httpMCPServer(t)
+	tool := plan.Tool{Address: "tool.hello", Description: "Say hello", Executor: plan.Executor{Kind: "mcp", MCP: &plan.MCPExec{Server: s.Address, Tool: "greet"}}}
+	tb := newToolbox(t, []plan.Tool{tool}, []plan.MCPServer{s}, Options{})
+	info, _ := tb.Info("hello")
+	if info.Effect != "read" || !strings.Contains(string(info.Parameters), `"name"`) || info.Source != "tool.hello" {
+		t.Errorf("info %+v", info)
+	}
+	r, err := tb.Call(context.Background(), approve(t, tb, "hello", `{"name":"Bob"}`))
+	if err != nil || r.Content != "hello, Bob" {
+		t.Errorf("%+v %v", r, err)
+	}
+	tool.Executor.MCP.Tool = "nope"
+	_, err = NewToolbox(context.Background(), []plan.Tool{tool}, []plan.MCPServer{s}, Options{})
+	if err == nil || !strings.Contains(err.Error(), `has no tool "nope"`) {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestMCPStdioServerIsStoppedByClose(t *testing.T) {
+	tb, err := NewToolbox(context.Background(), nil, []plan.MCPServer{stdioServer(t)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := tb.sessions[0].cmd.Process.Pid
+	if processGone(pid) {
+		t.Fatal("server not running")
+	}
+	if err := tb.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if !processGone(pid) {
+		t.Errorf("server %d still running after Close", pid)
+	}
+}
+
+func TestMCPServerThatFailsToStart(t *testing.T) {
+	s := plan.MCPServer{Address: "mcp_server.bad", Command: []plan.String{plan.Lit("sh"), plan.Lit("-c"), plan.Lit("echo cannot start >&2; exit 1")}, Timeout: plan.Duration(10 * time.Second)}
+	_, err := NewToolbox(context.Background(), nil, []plan.MCPServer{s}, Options{})
+	wantKind(t, err, Transport)
+	if !strings.Contains(err.Error(), "cannot start") {
+		t.Errorf("error does not show the server's stderr: %v", err)
+	}
+}
+
+// TestMCPFilesystemServerFromNPM runs the real @modelcontextprotocol/server-filesystem,
+// installed by .ci/run (npm ci in testdata/mcp).
+func TestMCPFilesystemServerFromNPM(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed; CI installs it")
+	}
+	script := filepath.Join(testdataDir(t), "mcp", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	if _, err := os.Stat(script); err != nil {
+		t.Skip("the npm MCP server is not installed; run: (cd testdata/mcp && npm ci --no-audit --no-fund)")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the filesystem server\n"), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	s := plan.MCPServer{
+		Address: "mcp_server.fs",
+		Command: []plan.String{plan.Lit(node), plan.Lit(script), plan.Lit(dir)},
+		Effect:  "read",
+		Timeout: plan.Duration(30 * time.Second),
+	}
+	tb := newToolbox(t, []plan.Tool{builtinTool("read_file")}, []plan.MCPServer{s}, Options{Workspace: dir})
+	names := tb.Names()
+	for _, want := range []string{"fs__read_file", "read_text_file", "list_directory", "write_file"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool %s missing from %v", want, names)
+		}
+	}
+	if info, _ := tb.Info("list_directory"); info.Effect != "read" {
+		t.Errorf("list_directory effect %q (readOnlyHint)", info.Effect)
+	}
+	if info, _ := tb.Info("write_file"); info.Effect != "destructive" {
+		t.Errorf("write_file effect %q (destructiveHint)", info.Effect)
+	}
+	ctx := context.Background()
+	path := filepath.Join(dir, "hello.txt")
+	r, err := tb.Call(ctx, approve(t, tb, "fs__read_file", fmt.Sprintf(`{"path":%q}`, path)))
+	if err != nil || !strings.Contains(r.Content, "hello from the filesystem server") {
+		t.Errorf("read_file: %+v %v", r, err)
+	}
+	r, err = tb.Call(ctx, approve(t, tb, "read_text_file", fmt.Sprintf(`{"path":%q}`, path)))
+	if err != nil || !strings.Contains(r.Content, "hello from the filesystem server") {
+		t.Errorf("read_text_file: %+v %v", r, err)
+	}
+	r, err = tb.Call(ctx, approve(t, tb, "list_directory", fmt.Sprintf(`{"path":%q}`, dir)))
+	if err != nil || !strings.Contains(r.Content, "[FILE] hello.txt") || !strings.Contains(r.Content, "[DIR] sub") {
+		t.Errorf("list_directory: %+v %v", r, err)
+	}
+	// Outside its allowed directory the server refuses: an error observation.
+	_, err = tb.Call(ctx, approve(t, tb, "read_text_file", `{"path":"/etc/hostname"}`))
+	wantKind(t, err, Error)
+	// The builtin read_file kept its name.
+	r, err = tb.Call(ctx, approve(t, tb, "read_file", `{"path":"hello.txt"}`))
+	if err != nil || !strings.HasPrefix(r.Content, "hello from") {
+		t.Errorf("builtin read_file: %+v %v", r, err)
+	}
+	pid := tb.sessions[0].cmd.Process.Pid
+	if err := tb.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if !processGone(pid) {
+		t.Errorf("node server %d still running after Close", pid)
+	}
+}
