@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/symbi-dev/symbi/stdlib"
 )
 
 // prehydrateRef is one reference found in the input.
@@ -107,4 +110,68 @@ func compilePatterns(patterns map[string]string) (map[string]*regexp.Regexp, err
 		out[name] = re
 	}
 	return out, nil
+}
+
+// resolverArguments builds a resolver call's arguments from its schema:
+// the property named for the reference's kind (url, path for files, the
+// pattern's name), else reference, query, id or key, else the only required
+// property, else the only property; without a schema, url/path/reference.
+func resolverArguments(schema json.RawMessage, ref prehydrateRef) json.RawMessage {
+	natural := ref.Kind
+	switch ref.Kind {
+	case "file":
+		natural = "path"
+	}
+	name := natural
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if len(schema) > 0 && json.Unmarshal(schema, &s) == nil && len(s.Properties) > 0 {
+		name = ""
+		for _, n := range []string{natural, "reference", "ref", "query", "id", "key", "url", "path"} {
+			if _, ok := s.Properties[n]; ok {
+				name = n
+				break
+			}
+		}
+		switch {
+		case name != "":
+		case len(s.Required) == 1:
+			name = s.Required[0]
+		case len(s.Properties) == 1:
+			for n := range s.Properties {
+				name = n
+			}
+		default:
+			name = natural
+		}
+	} else if ref.Kind != "url" && ref.Kind != "file" {
+		name = "reference"
+	}
+	b, _ := json.Marshal(map[string]string{name: ref.Value})
+	return b
+}
+
+// fitTokens cuts text to at most limit estimated tokens, on a rune
+// boundary, marking the cut.
+func fitTokens(text string, limit int) string {
+	if stdlib.EstimateTokens(text) <= limit {
+		return text
+	}
+	const mark = "\n[… cut to fit max_context_tokens]"
+	runes := []rune(text)
+	lo, hi := 0, len(runes)
+	for lo < hi { // the longest prefix that fits, with the mark
+		mid := (lo + hi + 1) / 2
+		if stdlib.EstimateTokens(string(runes[:mid])+mark) <= limit {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo == 0 {
+		return ""
+	}
+	return string(runes[:lo]) + mark
 }
