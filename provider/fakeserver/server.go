@@ -18,10 +18,11 @@ import (
 
 // Request is one request the server received.
 type Request struct {
-	Path   string
-	Header http.Header
-	Body   []byte                       // the raw request body
-	Chat   openai.ChatCompletionRequest // Body decoded; zero when it was not valid JSON
+	Path       string
+	RemoteAddr string // the client's address: one per connection, so tests can see reuse
+	Header     http.Header
+	Body       []byte                       // the raw request body
+	Chat       openai.ChatCompletionRequest // Body decoded; zero when it was not valid JSON
 }
 
 // Server is a fake Chat Completions endpoint. It closes itself when the test
@@ -112,7 +113,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	req := Request{Path: r.URL.Path, RemoteAddr: r.RemoteAddr, Header: r.Header.Clone(), Body: body}
 	decodeErr := json.Unmarshal(body, &req.Chat)
 
 	s.mu.Lock()

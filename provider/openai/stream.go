@@ -46,8 +46,11 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 			return provider.Response{}, f.err
 		}
 		if err := m.cfg.Sleep(ctx, wait); err != nil {
-			// Waiting ran into the total timeout or the caller's end.
-			return provider.Response{}, m.classify(ctx, ctx, err, &exchange{}).err
+			if ctx.Err() != nil {
+				// Waiting ran into the total timeout or the caller's end.
+				return provider.Response{}, m.classify(ctx, ctx, err, &exchange{}).err
+			}
+			return provider.Response{}, f.err
 		}
 	}
 }

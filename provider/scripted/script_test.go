@@ -379,3 +379,18 @@ func TestFromPlan(t *testing.T) {
 		t.Errorf("bad script: err = %v", err)
 	}
 }
+
+func BenchmarkStream(b *testing.B) {
+	s, err := Parse([]byte(`{"turns":[{"chunks":["The ","answer ","is ","42."]}],"on_exhausted":"repeat_last"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := New(s)
+	req := user("What is 6*7?")
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := m.Stream(ctx, req, func(provider.Event) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
