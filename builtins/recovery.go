@@ -46,7 +46,8 @@ var defaultRetryOn = []string{string(Timeout), string(Transport), string(RateLim
 // Recover runs a failed call's recovery chain, strategies in the order
 // written, each starting from the latest failure:
 //
-//   - retry: the same call again, up to max_attempts more times, with
+//   - retry: the same call again, until max_attempts attempts in all (the
+//     failed one included) were made, with
 //     exponential backoff and jitter (at least a rate limit's Retry-After),
 //     only while the failure's kind is listed in on;
 //   - fallback: each alternative tool in turn, with the same arguments,
@@ -157,7 +158,9 @@ func (tb *Toolbox) retry(ctx context.Context, call policy.Approved, failure erro
 	if len(on) == 0 {
 		on = defaultRetryOn
 	}
-	for attempt := 1; attempt <= s.MaxAttempts; attempt++ {
+	// max_attempts counts attempts in all, the failed first one included,
+	// as a model's transport retry does.
+	for attempt := 1; attempt < s.MaxAttempts; attempt++ {
 		kind := KindOf(failure)
 		if !slices.Contains(on, string(kind)) {
 			event(StrategyRetry, attempt, fmt.Errorf("not retried: %s is not in on = [%s]: %w", kind, strings.Join(on, ", "), failure))

@@ -107,7 +107,7 @@ func (f *recoveryFixture) fail(t *testing.T, call policy.Approved) error {
 func TestRetrySucceedsWithExponentialBackoff(t *testing.T) {
 	f := newRecoveryFixture(t, []int{503, 502, 500}, nil)
 	call := approve(t, f.tb, "primary", `{"q":1}`)
-	r, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(retryStep(3)), f.hooks)
+	r, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(retryStep(4)), f.hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +162,10 @@ func TestRetryOnlyForListedKinds(t *testing.T) {
 func TestRetryExhausted(t *testing.T) {
 	f := newRecoveryFixture(t, []int{500, 500, 500}, nil)
 	call := approve(t, f.tb, "primary", `{}`)
-	_, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(retryStep(2)), f.hooks)
+	_, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(retryStep(3)), f.hooks)
 	wantKind(t, err, Transport)
 	if f.primary.Calls() != 3 {
-		t.Errorf("calls %d, want 1 + 2 retries", f.primary.Calls())
+		t.Errorf("calls %d, want max_attempts = 3 in all", f.primary.Calls())
 	}
 }
 
@@ -333,7 +333,7 @@ func TestFullChainInOrder(t *testing.T) {
 	// the model was already asked once, the person does not answer.
 	f := newRecoveryFixture(t, []int{500, 500, 500}, []int{503})
 	call := approve(t, f.tb, "primary", `{"q":"x"}`)
-	ch := chain(retryStep(2), fallbackStep("tool.backup"), cachedStep(time.Hour), llmStep(1), escalateStep(), deadLetterStep())
+	ch := chain(retryStep(3), fallbackStep("tool.backup"), cachedStep(time.Hour), llmStep(1), escalateStep(), deadLetterStep())
 	f.hooks.Escalate = func(context.Context, string, time.Duration, error) (bool, error) {
 		return false, errors.New("no one answered")
 	}
