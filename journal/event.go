@@ -1,0 +1,336 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+// Event is one journal line:
+//
+//	{"seq":1,"ts":"2026-12-02T13:30:00.123Z","run":"…","agent":"researcher","iteration":0,"event":"started","data":{…}}
+//
+// Seq starts at 1 and rises by one per line; Writer.Append assigns it and
+// Time, so callers leave both zero.
+type Event struct {
+	Seq       int64           `json:"seq"`
+	Time      time.Time       `json:"ts"`
+	RunID     string          `json:"run"`
+	Agent     string          `json:"agent"`
+	Iteration int             `json:"iteration"`
+	Type      string          `json:"event"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+// Decode unmarshals the event's data into v, typically a pointer to the
+// *Data struct matching e.Type.
+func (e Event) Decode(v any) error {
+	if len(e.Data) == 0 {
+		return fmt.Errorf("journal: %s event (seq %d) has no data", e.Type, e.Seq)
+	}
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("journal: %s event (seq %d) data: %w", e.Type, e.Seq, err)
+	}
+	return nil
+}
+
+// Event types, one per phase transition. docs/journal.md lists the data
+// fields of each.
+const (
+	Started               = "started"
+	ModelRouted           = "model_routed"
+	ReasoningComplete     = "reasoning_complete"
+	PolicyEvaluated       = "policy_evaluated"
+	ApprovalRequested     = "approval_requested"
+	ApprovalDecided       = "approval_decided"
+	ToolsDispatched       = "tools_dispatched"
+	ToolResult            = "tool_result"
+	RecoveryTriggered     = "recovery_triggered"
+	ObservationsCollected = "observations_collected"
+	DelegationStarted     = "delegation_started"
+	DelegationFinished    = "delegation_finished"
+	CandidateStarted      = "candidate_started"
+	CandidateFinished     = "candidate_finished"
+	CandidateScored       = "candidate_scored"
+	CandidateSelected     = "candidate_selected"
+	KnowledgeInjected     = "knowledge_injected"
+	Prehydrated           = "prehydrated"
+	PlanCreated           = "plan_created"
+	StepStarted           = "step_started"
+	StepFinished          = "step_finished"
+	ReflectionEvaluated   = "reflection_evaluated"
+	Terminated            = "terminated"
+)
+
+// EventTypes lists every event type in the order a run usually meets them.
+func EventTypes() []string {
+	return []string{
+		Started, Prehydrated, KnowledgeInjected, ModelRouted, ReasoningComplete,
+		PolicyEvaluated, ApprovalRequested, ApprovalDecided, ToolsDispatched,
+		ToolResult, RecoveryTriggered, ObservationsCollected, DelegationStarted,
+		DelegationFinished, PlanCreated, StepStarted, StepFinished,
+		ReflectionEvaluated, CandidateStarted, CandidateFinished, CandidateScored,
+		CandidateSelected, Terminated,
+	}
+}
+
+// StartedData opens a run. Resume holds the seq the run resumed after, when
+// this is a continuation of an interrupted run written to the same journal.
+type StartedData struct {
+	Agent      string      `json:"agent,omitempty"`     // agent address
+	BestOfN    string      `json:"best_of_n,omitempty"` // best_of_n address, for a best-of-N run
+	Mode       string      `json:"mode,omitempty"`
+	Input      string      `json:"input"`
+	SourceHash string      `json:"source_hash,omitempty"` // the plan's source_hash
+	Budget     *BudgetInfo `json:"budget,omitempty"`
+	Resume     int64       `json:"resume_after_seq,omitempty"`
+}
+
+// BudgetInfo is the set (non-zero) limits by field name, as policies see
+// them, e.g. {"max_total_tokens": 100000}.
+type BudgetInfo = map[string]any
+
+// ModelRoutedData records one routing decision and every model the router
+// turned down, with why.
+type ModelRoutedData struct {
+	Router          string          `json:"router,omitempty"`
+	Strategy        string          `json:"strategy,omitempty"`
+	Model           string          `json:"model"`
+	Reason          string          `json:"reason,omitempty"`
+	EstimatedTokens int64           `json:"estimated_tokens,omitempty"`
+	Rejected        []RejectedModel `json:"rejected,omitempty"`
+}
+
+// RejectedModel is a model the router did not pick.
+type RejectedModel struct {
+	Model  string `json:"model"`
+	Reason string `json:"reason"`
+}
+
+// ReasoningCompleteData is one model turn: what it said, the actions it
+// proposed and what it cost.
+type ReasoningCompleteData struct {
+	Model        string              `json:"model"`
+	Content      string              `json:"content,omitempty"`
+	ToolCalls    []provider.ToolCall `json:"tool_calls,omitempty"`
+	Actions      []policy.Action     `json:"actions,omitempty"`
+	Usage        provider.Usage      `json:"usage"`
+	UsageKnown   bool                `json:"usage_known"`
+	CostUSD      float64             `json:"cost_usd,omitempty"`
+	FinishReason string              `json:"finish_reason,omitempty"`
+	DurationMS   int64               `json:"duration_ms"`
+}
+
+// PolicyEvaluatedData holds one gate decision per proposed action.
+type PolicyEvaluatedData struct {
+	Decisions []GateRecord `json:"decisions"`
+	Denied    int          `json:"denied"`
+}
+
+// GateRecord is one action and the decision the policy chain reached, with
+// the individual decisions that led to it.
+type GateRecord struct {
+	Action   policy.Action     `json:"action"`
+	Decision policy.Decision   `json:"decision"`
+	Trail    []policy.Decision `json:"trail,omitempty"`
+}
+
+// ApprovalRequestedData is a tool call waiting for a person.
+type ApprovalRequestedData struct {
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Queue     string          `json:"queue,omitempty"` // empty: the terminal
+	Reason    string          `json:"reason,omitempty"`
+}
+
+// ApprovalDecidedData is the person's answer; a timeout is a denial.
+type ApprovalDecidedData struct {
+	CallID   string `json:"call_id"`
+	Tool     string `json:"tool"`
+	Approved bool   `json:"approved"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+}
+
+// ToolsDispatchedData lists the approved calls sent to executors together.
+type ToolsDispatchedData struct {
+	Calls       []DispatchedCall `json:"calls"`
+	Concurrency int              `json:"concurrency"`
+}
+
+// DispatchedCall is one approved tool call.
+type DispatchedCall struct {
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ToolResultData is one tool call's outcome. ErrorKind is one of timeout,
+// transport, rate_limited, invalid_arguments, error, circuit_open.
+type ToolResultData struct {
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Output     string `json:"output,omitempty"`
+	Error      string `json:"error,omitempty"`
+	ErrorKind  string `json:"error_kind,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Cached     bool   `json:"cached,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// RecoveryTriggeredData is one step of a recovery chain.
+type RecoveryTriggeredData struct {
+	CallID    string `json:"call_id,omitempty"`
+	Tool      string `json:"tool,omitempty"`
+	Strategy  string `json:"strategy"` // retry | fallback | cached_result | llm_recovery | escalate | dead_letter
+	Attempt   int    `json:"attempt,omitempty"`
+	Error     string `json:"error"`
+	ErrorKind string `json:"error_kind,omitempty"`
+}
+
+// ObservationsCollectedData closes an iteration's Act phase.
+type ObservationsCollectedData struct {
+	Count  int `json:"count"`
+	Denied int `json:"denied"`
+	Errors int `json:"errors"`
+}
+
+// DelegationStartedData is a sub-run of another agent.
+type DelegationStartedData struct {
+	CallID string `json:"call_id,omitempty"`
+	Target string `json:"target"`
+	Task   string `json:"task"`
+	Depth  int    `json:"depth"`
+	RunID  string `json:"run_id,omitempty"` // the sub-run's own journal, when it has one
+}
+
+// DelegationFinishedData is how a delegation ended.
+type DelegationFinishedData struct {
+	CallID     string       `json:"call_id,omitempty"`
+	Target     string       `json:"target"`
+	Reason     string       `json:"reason"` // the sub-run's termination reason
+	Answer     string       `json:"answer,omitempty"`
+	Error      string       `json:"error,omitempty"`
+	Usage      policy.Usage `json:"usage"`
+	DurationMS int64        `json:"duration_ms"`
+}
+
+// CandidateStartedData is one best-of-N candidate and its varied request
+// fields (e.g. {"temperature": 0.35}).
+type CandidateStartedData struct {
+	Index int            `json:"index"`
+	Vary  map[string]any `json:"vary,omitempty"`
+}
+
+// CandidateFinishedData is a candidate's generation outcome. Status is one
+// of eligible, rejected, generation_failed, scoring_failed, budget_exceeded,
+// side_effect_blocked, cancelled, timed_out, skipped.
+type CandidateFinishedData struct {
+	Index      int          `json:"index"`
+	Status     string       `json:"status"`
+	Content    string       `json:"content,omitempty"`
+	Error      string       `json:"error,omitempty"`
+	Usage      policy.Usage `json:"usage"`
+	DurationMS int64        `json:"duration_ms"`
+}
+
+// CandidateScoredData is the scorer's verdict on one candidate.
+type CandidateScoredData struct {
+	Index     int          `json:"index"`
+	Score     float64      `json:"score"`
+	Accepted  bool         `json:"accepted"`
+	Rationale string       `json:"rationale,omitempty"`
+	Error     string       `json:"error,omitempty"`
+	Usage     policy.Usage `json:"usage"`
+}
+
+// CandidateSelectedData is the selector's choice; Index is -1 when no
+// candidate was eligible.
+type CandidateSelectedData struct {
+	Index    int     `json:"index"`
+	Selector string  `json:"selector"` // highest_score | majority_vote
+	Key      string  `json:"key,omitempty"`
+	Votes    int     `json:"votes,omitempty"`
+	Score    float64 `json:"score"`
+	Reason   string  `json:"reason,omitempty"`
+}
+
+// KnowledgeInjectedData records the facts put before a reasoning step.
+type KnowledgeInjectedData struct {
+	Store string   `json:"store"`
+	Query string   `json:"query,omitempty"`
+	Facts []string `json:"facts"`
+}
+
+// PrehydratedData records the references resolved from the input before
+// the first step.
+type PrehydratedData struct {
+	References []Reference `json:"references"`
+	Tokens     int         `json:"tokens"`
+}
+
+// Reference is one resolved (or failed) reference.
+type Reference struct {
+	Kind   string `json:"kind"` // url | file | a custom pattern name
+	Value  string `json:"value"`
+	Tool   string `json:"tool,omitempty"`
+	Tokens int    `json:"tokens,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// PlanCreatedData is a plan_execute plan, or a replan.
+type PlanCreatedData struct {
+	Steps  []PlanStep `json:"steps"`
+	Replan bool       `json:"replan,omitempty"`
+}
+
+// PlanStep is one step of a plan_execute plan.
+type PlanStep struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description"`
+	DependsOn   []string `json:"depends_on,omitempty"`
+}
+
+// StepStartedData marks a plan step beginning.
+type StepStartedData struct {
+	StepID  string `json:"step_id"`
+	Attempt int    `json:"attempt"`
+}
+
+// StepFinishedData is a plan step's outcome.
+type StepFinishedData struct {
+	StepID     string `json:"step_id"`
+	Status     string `json:"status"` // done | failed | skipped
+	Output     string `json:"output,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// ReflectionEvaluatedData is one reflect_and_retry evaluation.
+type ReflectionEvaluatedData struct {
+	Attempt   int                `json:"attempt"`
+	Evaluator string             `json:"evaluator"` // agent address, or "rubric"
+	Score     float64            `json:"score"`
+	Scores    map[string]float64 `json:"scores,omitempty"` // per rubric criterion
+	Verdict   string             `json:"verdict"`          // pass | revise | retry | block
+	Feedback  string             `json:"feedback,omitempty"`
+}
+
+// TerminatedData closes a run. Reason is one of completed, max_iterations,
+// budget_exceeded, timeout, policy_denial, cancelled, error; Limit names the
+// budget field when Reason is budget_exceeded.
+type TerminatedData struct {
+	Reason     string       `json:"reason"`
+	Limit      string       `json:"limit,omitempty"`
+	Iterations int          `json:"iterations"`
+	Usage      policy.Usage `json:"usage"`
+	DurationMS int64        `json:"duration_ms"`
+	Answer     string       `json:"answer,omitempty"`
+	Error      string       `json:"error,omitempty"`
+}

@@ -1,0 +1,376 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SyncMode says when appended lines are forced to stable storage.
+type SyncMode int
+
+const (
+	// SyncBackground fsyncs at most every SyncInterval while there is
+	// unsynced data, and on Close. A killed process loses nothing (the
+	// kernel has every line); a power loss may lose the last interval.
+	SyncBackground SyncMode = iota
+	// SyncAlways fsyncs every line before Append returns.
+	SyncAlways
+)
+
+// SyncInterval is the longest SyncBackground leaves data unsynced while the
+// writer is busy.
+const SyncInterval = 100 * time.Millisecond
+
+// MaxLineBytes bounds one journal line. Readers refuse longer lines rather
+// than allocate without limit on a damaged file, so writers refuse them too.
+const MaxLineBytes = 64 << 20
+
+// FileName is the journal's name inside its run directory.
+const FileName = "journal.jsonl"
+
+func (m SyncMode) String() string {
+	switch m {
+	case SyncBackground:
+		return "background"
+	case SyncAlways:
+		return "always"
+	}
+	return fmt.Sprintf("SyncMode(%d)", int(m))
+}
+
+// ParseSyncMode reads the journal_sync setting; "" is background.
+func ParseSyncMode(s string) (SyncMode, error) {
+	switch s {
+	case "background", "":
+		return SyncBackground, nil
+	case "always":
+		return SyncAlways, nil
+	}
+	return 0, fmt.Errorf("journal_sync %q: want background or always", s)
+}
+
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("journal: writer closed")
+
+// Option configures a Writer.
+type Option func(*Writer)
+
+// WithClock sets where event timestamps come from (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(w *Writer) { w.now = now }
+}
+
+// Writer appends events to one run's journal. It is safe for concurrent use:
+// best-of-N candidates and parallel tool calls append at the same time, and
+// seq order is the order in which lines reach the file.
+type Writer struct {
+	path  string
+	runID string
+	mode  SyncMode
+	now   func() time.Time
+
+	mu      sync.Mutex
+	f       *os.File
+	seq     int64
+	dirty   bool // written since the last sync began
+	err     error
+	closed  bool
+	secrets []string
+	buf     bytes.Buffer
+
+	kick chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Path returns the journal file's path.
+func Path(stateDir, runID string) string {
+	return filepath.Join(stateDir, "runs", runID, FileName)
+}
+
+// RunDir returns the directory that holds a run's journal and plan.
+func RunDir(stateDir, runID string) string {
+	return filepath.Join(stateDir, "runs", runID)
+}
+
+func checkRunID(runID string) error {
+	if runID == "" || runID == "." || runID == ".." || strings.ContainsAny(runID, `/\`+"\x00") {
+		return fmt.Errorf("journal: invalid run id %q", runID)
+	}
+	return nil
+}
+
+// Create starts a new journal at <stateDir>/runs/<runID>/journal.jsonl. It
+// fails (with an error matching fs.ErrExist) if that journal already exists,
+// so two runs can never share one.
+func Create(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(RunDir(stateDir, runID), 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	path := Path(stateDir, runID)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return newWriter(f, path, runID, mode, 0, opts), nil
+}
+
+// OpenAppend reopens an existing journal to continue an interrupted run.
+// A torn last line is cut off first; numbering continues after the last
+// complete line. A journal that is corrupt before its end is an error: the
+// caller should not resume from a history it cannot read.
+func OpenAppend(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, err
+	}
+	path := Path(stateDir, runID)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	r := NewReader(f)
+	var last int64
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		last = ev.Seq
+	}
+	if r.Torn() {
+		if err := f.Truncate(r.Offset()); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("journal: cutting torn last line: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+	}
+	return newWriter(f, path, runID, mode, last, opts), nil
+}
+
+func newWriter(f *os.File, path, runID string, mode SyncMode, seq int64, opts []Option) *Writer {
+	w := &Writer{
+		path:  path,
+		runID: runID,
+		mode:  mode,
+		now:   time.Now,
+		f:     f,
+		seq:   seq,
+		kick:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(w)
+	}
+	if mode == SyncBackground {
+		w.wg.Add(1)
+		go w.syncLoop()
+	}
+	return w
+}
+
+// Path returns the file the writer appends to.
+func (w *Writer) Path() string { return w.path }
+
+// RunID returns the run the journal belongs to.
+func (w *Writer) RunID() string { return w.runID }
+
+// Seq returns the seq of the last line written.
+func (w *Writer) Seq() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
+// Redact registers secret values. From now on every occurrence of one in a
+// line (in any string, or as a bare number) is replaced by "[redacted]"
+// before the line is written. Values shorter than four bytes are ignored:
+// redacting "a" would shred every line and protect nothing.
+func (w *Writer) Redact(secrets ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range secrets {
+		if len(s) < 4 {
+			continue
+		}
+		dup := false
+		for _, have := range w.secrets {
+			dup = dup || have == s
+		}
+		if !dup {
+			w.secrets = append(w.secrets, s)
+		}
+	}
+}
+
+// Record marshals data and appends an event of type typ.
+func (w *Writer) Record(agent string, iteration int, typ string, data any) error {
+	var raw json.RawMessage
+	if data != nil {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // a journal is read by people, not embedded in HTML
+		if err := enc.Encode(data); err != nil {
+			return fmt.Errorf("journal: %s data: %w", typ, err)
+		}
+		raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	}
+	return w.Append(Event{Agent: agent, Iteration: iteration, Type: typ, Data: raw})
+}
+
+// Append writes ev as one line. It assigns Seq and Time (any values the
+// caller set are overwritten) and RunID when empty. The line reaches the
+// kernel with a single write before Append returns. After a failed write
+// the writer refuses further appends: a partial line followed by more lines
+// would corrupt the journal's middle, where readers can no longer skip it.
+func (w *Writer) Append(ev Event) error {
+	if ev.Type == "" {
+		return errors.New("journal: event without a type")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	ev.Seq = w.seq + 1
+	ev.Time = w.now().UTC()
+	if ev.RunID == "" {
+		ev.RunID = w.runID
+	}
+	w.buf.Reset()
+	enc := json.NewEncoder(&w.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil { // Encode appends the newline
+		return fmt.Errorf("journal: encoding %s event: %w", ev.Type, err)
+	}
+	line := w.buf.Bytes()
+	if len(w.secrets) > 0 {
+		line = redact(line, w.secrets)
+	}
+	if len(line) > MaxLineBytes {
+		return fmt.Errorf("journal: %s event is %d bytes, over the %d-byte line limit", ev.Type, len(line), MaxLineBytes)
+	}
+	if _, err := w.f.Write(line); err != nil {
+		w.err = fmt.Errorf("journal: writing %s: %w", w.path, err)
+		return w.err
+	}
+	w.seq = ev.Seq
+	if w.buf.Cap() > 1<<20 {
+		w.buf = bytes.Buffer{} // one huge event must not pin its buffer for the rest of the run
+	}
+	switch w.mode {
+	case SyncAlways:
+		if err := w.f.Sync(); err != nil {
+			w.err = fmt.Errorf("journal: syncing %s: %w", w.path, err)
+			return w.err
+		}
+	default:
+		if !w.dirty {
+			w.dirty = true
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return nil
+}
+
+// syncLoop turns a burst of appends into at most one fsync per
+// SyncInterval, off the appending goroutines' path.
+func (w *Writer) syncLoop() {
+	defer w.wg.Done()
+	var last time.Time
+	timer := time.NewTimer(0)
+	<-timer.C
+	for {
+		select {
+		case <-w.kick:
+		case <-w.done:
+			return
+		}
+		if wait := SyncInterval - time.Since(last); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-w.done:
+				timer.Stop()
+				return
+			}
+		}
+		w.mu.Lock()
+		w.dirty = false
+		w.mu.Unlock()
+		// Sync runs without the lock so appends continue meanwhile; a line
+		// written during it sets dirty again and is synced next round.
+		err := w.f.Sync()
+		last = time.Now()
+		if err != nil {
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = fmt.Errorf("journal: syncing %s: %w", w.path, err)
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Sync forces everything written so far to stable storage now.
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	w.dirty = false
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("journal: syncing %s: %w", w.path, err)
+	}
+	return w.err
+}
+
+// Close stops background syncing, syncs a final time and closes the file.
+// It returns the first write or sync error the writer met, if any. Calling
+// Close again returns nil.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.done)
+	w.wg.Wait()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	if serr := w.f.Sync(); serr != nil && err == nil {
+		err = fmt.Errorf("journal: syncing %s: %w", w.path, serr)
+	}
+	if cerr := w.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("journal: closing %s: %w", w.path, cerr)
+	}
+	return err
+}
