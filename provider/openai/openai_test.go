@@ -758,3 +758,16 @@ func TestErrorInsideTheStream(t *testing.T) {
 	_, err = m.Stream(context.Background(), ask("x"), nil)
 	wantKind(t, err, provider.RateLimited, "rate_limit_exceeded")
 }
+
+func TestCallWithoutArgumentsGetsAnEmptyObject(t *testing.T) {
+	for _, streaming := range []bool{true, false} {
+		s := newSetup(t, func(c *Config) { c.Streaming = streaming }, fakeserver.Reply{ToolCalls: []fakeserver.ToolCall{{ID: "c1", Name: "clock"}}})
+		resp, _, err := s.call(t, ask("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.ToolCalls[0].Arguments; got != "{}" {
+			t.Errorf("streaming=%v: arguments %q, want {}", streaming, got)
+		}
+	}
+}

@@ -256,7 +256,7 @@ func (b *turnBuilder) response() provider.Response {
 		if id == "" {
 			id = fmt.Sprintf("call_%d", n)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: c.name, Arguments: c.args.String()})
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: c.name, Arguments: orEmptyObject(c.args.String())})
 	}
 	if b.usage != nil {
 		resp.Usage = usage(*b.usage)
@@ -279,7 +279,7 @@ func (m *Model) plainResponse(r goopenai.ChatCompletionResponse, ex *exchange) (
 		if id == "" {
 			id = fmt.Sprintf("call_%d", n)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: tc.Function.Name, Arguments: orEmptyObject(tc.Function.Arguments)})
 	}
 	if u := r.Usage; u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0 {
 		resp.Usage = usage(u)
@@ -311,4 +311,13 @@ func (m *Model) finish(resp provider.Response, refusal string, ex *exchange) (pr
 // than prompt+completion is the engine's business.
 func usage(u goopenai.Usage) provider.Usage {
 	return provider.Usage{PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), TotalTokens: int64(u.TotalTokens)}
+}
+
+// orEmptyObject gives a call without arguments the "{}" OpenAI itself sends;
+// some compatible servers send nothing for a function without parameters.
+func orEmptyObject(args string) string {
+	if strings.TrimSpace(args) == "" {
+		return "{}"
+	}
+	return args
 }

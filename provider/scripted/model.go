@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -94,32 +95,33 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 	return resp, nil
 }
 
-// take records req and picks its turn: the first unconsumed turn that has no
-// `when` or whose `when` matches the latest user or tool message. When none
-// is left, on_exhausted decides.
+// take records req and picks its turn: the first unconsumed turn whose
+// conditions all hold (`when` matches the latest user or tool message,
+// `when_temperature` equals the request's temperature). When none is left,
+// on_exhausted decides.
 func (m *Model) take(req provider.Request) (Turn, error) {
 	subject := latestInput(req.Messages)
+	fits := func(t Turn) bool {
+		return (t.When == nil || t.When.MatchString(subject)) &&
+			(t.WhenTemperature == nil || (req.Temperature != nil && math.Abs(*req.Temperature-*t.WhenTemperature) < 1e-9))
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests = append(m.requests, cloneRequest(req))
 	for i, t := range m.script.Turns {
-		if !m.consumed[i] && fits(t, subject) {
+		if !m.consumed[i] && fits(t) {
 			m.consumed[i] = true
 			return t, nil
 		}
 	}
 	if m.script.OnExhausted == OnExhaustedRepeatLast {
 		for i := len(m.script.Turns) - 1; i >= 0; i-- {
-			if t := m.script.Turns[i]; fits(t, subject) {
+			if t := m.script.Turns[i]; fits(t) {
 				return t, nil
 			}
 		}
 	}
 	return Turn{}, &provider.Error{Kind: provider.InvalidRequest, Detail: "scripted", Err: ErrExhausted}
-}
-
-func fits(t Turn, subject string) bool {
-	return t.When == nil || t.When.MatchString(subject)
 }
 
 // latestInput is what `when` is matched against: the text of the latest user

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type Turn struct {
 	// When, if set, restricts the turn to requests whose latest user or tool
 	// message matches it.
 	When *regexp.Regexp
+	// WhenTemperature, if set, restricts the turn to requests with this
+	// temperature, so best-of-N candidates that vary it get their own turns.
+	WhenTemperature *float64
 
 	Content      string
 	Chunks       []string // content deltas, in order; they join to Content
@@ -56,14 +60,15 @@ type scriptJSON struct {
 }
 
 type turnJSON struct {
-	When         *string           `json:"when"`
-	Content      string            `json:"content"`
-	Chunks       []string          `json:"chunks"`
-	ToolCalls    []json.RawMessage `json:"tool_calls"`
-	Usage        json.RawMessage   `json:"usage"`
-	Latency      string            `json:"latency"`
-	FinishReason string            `json:"finish_reason"`
-	Error        json.RawMessage   `json:"error"`
+	When            *string           `json:"when"`
+	WhenTemperature *float64          `json:"when_temperature"`
+	Content         string            `json:"content"`
+	Chunks          []string          `json:"chunks"`
+	ToolCalls       []json.RawMessage `json:"tool_calls"`
+	Usage           json.RawMessage   `json:"usage"`
+	Latency         string            `json:"latency"`
+	FinishReason    string            `json:"finish_reason"`
+	Error           json.RawMessage   `json:"error"`
 }
 
 type toolCallJSON struct {
@@ -86,14 +91,20 @@ type errorJSON struct {
 	RetryAfter string `json:"retry_after"`
 }
 
-var errorKinds = []provider.ErrorKind{
-	provider.MissingAPIKey, provider.AuthenticationFailed, provider.RateLimited,
-	provider.ModelUnavailable, provider.TransportFailed, provider.Refusal,
-	provider.Timeout, provider.MalformedResponse, provider.EmptyResponse,
-	provider.InvalidRequest,
+// errorKinds lists the kinds a script may name, in the order the error
+// message gives them.
+func errorKinds() []provider.ErrorKind {
+	return []provider.ErrorKind{
+		provider.MissingAPIKey, provider.AuthenticationFailed, provider.RateLimited,
+		provider.ModelUnavailable, provider.TransportFailed, provider.Refusal,
+		provider.Timeout, provider.MalformedResponse, provider.EmptyResponse,
+		provider.InvalidRequest,
+	}
 }
 
-var timeoutDetails = []string{"total", "connect", "first_event", "idle"}
+func isTimeoutDetail(d string) bool {
+	return d == "total" || d == "connect" || d == "first_event" || d == "idle"
+}
 
 // Load reads and parses a script file and returns a Model that plays it.
 func Load(path string) (*Model, error) {
@@ -166,6 +177,7 @@ func parseTurn(raw json.RawMessage, index int) (Turn, error) {
 		}
 		t.When = re
 	}
+	t.WhenTemperature = tj.WhenTemperature
 	t.Content = tj.Content
 	if len(tj.Chunks) > 0 {
 		joined := strings.Join(tj.Chunks, "")
@@ -283,26 +295,16 @@ func parseError(raw json.RawMessage) (*provider.Error, error) {
 		return nil, err
 	}
 	kind := provider.ErrorKind(ej.Kind)
-	known := false
-	for _, k := range errorKinds {
-		known = known || k == kind
-	}
-	if !known {
-		names := make([]string, len(errorKinds))
-		for i, k := range errorKinds {
-			names[i] = string(k)
+	if !slices.Contains(errorKinds(), kind) {
+		var names []string
+		for _, k := range errorKinds() {
+			names = append(names, string(k))
 		}
 		return nil, fmt.Errorf("kind: %q is not one of %s", ej.Kind, strings.Join(names, ", "))
 	}
 	e := &provider.Error{Kind: kind, Detail: ej.Detail, StatusCode: ej.StatusCode}
-	if kind == provider.Timeout && e.Detail != "" {
-		ok := false
-		for _, d := range timeoutDetails {
-			ok = ok || d == e.Detail
-		}
-		if !ok {
-			return nil, fmt.Errorf("detail: a timeout's detail is one of %s, not %q", strings.Join(timeoutDetails, ", "), e.Detail)
-		}
+	if kind == provider.Timeout && e.Detail != "" && !isTimeoutDetail(e.Detail) {
+		return nil, fmt.Errorf("detail: a timeout's detail is one of total, connect, first_event, idle, not %q", e.Detail)
 	}
 	if ej.StatusCode != 0 && (ej.StatusCode < 100 || ej.StatusCode > 599) {
 		return nil, fmt.Errorf("status_code: %d is not an HTTP status", ej.StatusCode)

@@ -394,3 +394,34 @@ func BenchmarkStream(b *testing.B) {
 		}
 	}
 }
+
+func TestWhenTemperatureSeparatesCandidates(t *testing.T) {
+	m := mustModel(t, `{"turns":[
+		{"when_temperature":0.5,"content":"warm"},
+		{"when_temperature":0.2,"content":"cool"},
+		{"content":"any"}
+	]}`)
+	var wg sync.WaitGroup
+	got := map[float64]string{}
+	var mu sync.Mutex
+	for _, temp := range []float64{0.2, 0.5} {
+		wg.Go(func() {
+			req := user("same question")
+			req.Temperature = &temp
+			resp, err := m.Stream(context.Background(), req, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			got[temp] = resp.Content
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if diff := cmp.Diff(map[float64]string{0.2: "cool", 0.5: "warm"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if resp, err := m.Stream(context.Background(), user("no temperature"), nil); err != nil || resp.Content != "any" {
+		t.Errorf("a request without a temperature got %+v, %v", resp, err)
+	}
+}
