@@ -31,3 +31,7 @@ func (r *run) pricingOf(modelAddr string) *plan.Pricing {
 	}
 	return nil
 }
+
+// budgetInfo is the set limits of b by field name, as policies and the
+// journal's started event see them.
+func budgetInfo(b plan.Budget) map[string]any { return policy.BudgetLimits(b) }

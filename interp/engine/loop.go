@@ -22,6 +22,9 @@ func (r *run) simple(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if resp.Content == "" {
+		return &provider.Error{Kind: provider.EmptyResponse, Detail: "simple mode", Err: fmt.Errorf("the model proposed %d tool call(s) but no answer, and simple mode runs no tools", len(resp.ToolCalls))}
+	}
 	return r.respond(ctx, resp)
 }
 
@@ -110,6 +113,11 @@ func (r *run) actionOf(c provider.ToolCall) policy.Action {
 	args := json.RawMessage(strings.TrimSpace(c.Arguments))
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		// Kept as a JSON string so the journal can hold it; the schema check
+		// then tells the model its arguments are not an object.
+		args, _ = json.Marshal(c.Arguments)
 	}
 	if c.Name == DelegateTool && len(r.agent.Delegates) > 0 {
 		var d struct {
