@@ -291,6 +291,9 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, reply Rep
 
 // writeError sends an OpenAI-style error body.
 func writeError(w http.ResponseWriter, status int, code, message string) {
+	if status < 100 || status > 999 {
+		status = http.StatusInternalServerError
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	typ := "invalid_request_error"

@@ -129,7 +129,11 @@ func httpClient(base *http.Client, connect time.Duration) *http.Client {
 	}
 	rt := c.Transport
 	if rt == nil {
-		rt = http.DefaultTransport
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Best-of-N and parallel plan steps call one host concurrently;
+		// the default of 2 idle connections would redial for the rest.
+		t.MaxIdleConnsPerHost = 32
+		rt = t
 	}
 	if t, ok := rt.(*http.Transport); ok && connect > 0 {
 		t = t.Clone()
