@@ -78,7 +78,7 @@ var builtinSpecs = map[string]builtinSpec{
 	},
 	"delegate": {
 		description: "Hand a task to another agent and return its answer.",
-		schema:      `{"type":"object","properties":{"agent":{"type":"string","description":"the agent's name"},"task":{"type":"string"}},"required":["agent","task"],"additionalProperties":false}`,
+		schema:      `{"type":"object","properties":{"target":{"type":"string","description":"the agent's name"},"task":{"type":"string"}},"required":["target","task"],"additionalProperties":false}`,
 		effect:      "none",
 		run:         func(tb *Toolbox) runFunc { return tb.runDelegate },
 	},
@@ -345,14 +345,14 @@ func (tb *Toolbox) runHTTPGet(ctx context.Context, args json.RawMessage, limit i
 }
 
 func (tb *Toolbox) runDelegate(ctx context.Context, args json.RawMessage, _ int) (string, bool, error) {
-	var a struct{ Agent, Task string }
+	var a struct{ Target, Task string }
 	if err := decodeArgs(args, &a); err != nil {
 		return "", false, err
 	}
 	if tb.opts.Delegate == nil {
 		return "", false, fail(Error, "", fmt.Errorf("delegation: %w", ErrNotConfigured))
 	}
-	out, err := tb.opts.Delegate(ctx, a.Agent, a.Task)
+	out, err := tb.opts.Delegate(ctx, a.Target, a.Task)
 	if err != nil {
 		return "", false, err
 	}

@@ -205,12 +205,12 @@ func TestDelegate(t *testing.T) {
 		got = [2]string{target, task}
 		return "critique: fine", nil
 	}})
-	r, err := tb.Call(context.Background(), approve(t, tb, "delegate", `{"agent":"critic","task":"review"}`))
+	r, err := tb.Call(context.Background(), approve(t, tb, "delegate", `{"target":"critic","task":"review"}`))
 	if err != nil || r.Content != "critique: fine" || got != [2]string{"critic", "review"} {
 		t.Errorf("%q %v %v", r.Content, err, got)
 	}
 	none := newToolbox(t, []plan.Tool{builtinTool("delegate")}, nil, Options{})
-	_, err = none.Call(context.Background(), approve(t, none, "delegate", `{"agent":"critic","task":"review"}`))
+	_, err = none.Call(context.Background(), approve(t, none, "delegate", `{"target":"critic","task":"review"}`))
 	if !errors.Is(err, ErrNotConfigured) {
 		t.Errorf("no delegate function: %v", err)
 	}

@@ -224,7 +224,7 @@ func (tb *Toolbox) fallback(ctx context.Context, orig policy.Action, failure err
 		a.Effect = e.info.Effect
 		a.Tags = e.info.Tags
 		if orig.Type == policy.Delegate {
-			a.Arguments, _ = json.Marshal(map[string]string{"agent": orig.Target, "task": orig.Task})
+			a.Arguments, _ = json.Marshal(map[string]string{"target": orig.Target, "task": orig.Task})
 		}
 		if err := validateArgs(e.schema, a.Arguments); err != nil {
 			failure = fail(InvalidArguments, name, err)

@@ -365,7 +365,7 @@ func toolCallOf(a policy.Action) (string, json.RawMessage, error) {
 	case policy.ToolCall:
 		return a.Tool, a.Arguments, nil
 	case policy.Delegate:
-		b, err := json.Marshal(map[string]string{"agent": a.Target, "task": a.Task})
+		b, err := json.Marshal(map[string]string{"target": a.Target, "task": a.Task})
 		return "delegate", b, err
 	}
 	return "", nil, fail(Error, a.Tool, fmt.Errorf("a %s action does not run a tool", a.Type))
