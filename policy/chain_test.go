@@ -48,7 +48,7 @@ func schemaCheck(tool string, args json.RawMessage) error {
 	return nil
 }
 
-func links(t *testing.T, p *plan.Plan, addrs ...string) []Link {
+func links(t testing.TB, p *plan.Plan, addrs ...string) []Link {
 	var out []Link
 	for _, a := range addrs {
 		out = append(out, Link{Address: a, Gate: mustGate(t, p, a)})

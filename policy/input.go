@@ -115,12 +115,15 @@ func inputValue(in Input) (ast.Value, error) {
 	), nil
 }
 
-// actionValue mirrors Action's JSON form, omitempty included.
+// actionValue mirrors Action's JSON form, omitempty included. The members
+// are collected first and the object built once: inserting into an AST
+// object one by one re-sorts its keys each time.
 func actionValue(a Action) (ast.Value, error) {
-	obj := ast.NewObject(ast.Item(ast.InternedTerm("type"), ast.StringTerm(string(a.Type))))
+	items := make([][2]*ast.Term, 0, 10)
+	items = append(items, ast.Item(ast.InternedTerm("type"), ast.StringTerm(string(a.Type))))
 	str := func(key, v string) {
 		if v != "" {
-			obj.Insert(ast.InternedTerm(key), ast.StringTerm(v))
+			items = append(items, ast.Item(ast.InternedTerm(key), ast.StringTerm(v)))
 		}
 	}
 	str("tool", a.Tool)
@@ -134,7 +137,7 @@ func actionValue(a Action) (ast.Value, error) {
 		if err != nil {
 			return nil, fmt.Errorf("arguments: %w", err)
 		}
-		obj.Insert(ast.InternedTerm("arguments"), ast.NewTerm(av))
+		items = append(items, ast.Item(ast.InternedTerm("arguments"), ast.NewTerm(av)))
 	}
 	str("effect", a.Effect)
 	if len(a.Tags) > 0 {
@@ -142,13 +145,13 @@ func actionValue(a Action) (ast.Value, error) {
 		for i, t := range a.Tags {
 			tags[i] = ast.StringTerm(t)
 		}
-		obj.Insert(ast.InternedTerm("tags"), ast.ArrayTerm(tags...))
+		items = append(items, ast.Item(ast.InternedTerm("tags"), ast.ArrayTerm(tags...)))
 	}
 	str("target", a.Target)
 	str("task", a.Task)
 	str("content", a.Content)
 	str("reason", a.Reason)
-	return obj, nil
+	return ast.NewObject(items...), nil
 }
 
 func usageValue(u Usage) (ast.Value, error) {

@@ -1,0 +1,254 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/symbi-dev/symbi/plan"
+)
+
+func inputSchema(t testing.TB) *jsonschema.Schema {
+	t.Helper()
+	b, err := os.ReadFile("../docs/schemas/opa-input.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("opa-input.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("opa-input.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// documentJSON is the input document exactly as OPA sees it.
+func documentJSON(t testing.TB, in Input) []byte {
+	t.Helper()
+	v, err := inputValue(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := ast.JSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestInputDocumentMatchesSchema(t *testing.T) {
+	s := inputSchema(t)
+	p := testPlan()
+	p.Budgets = []plan.Budget{{Address: "budget.b", MaxIterations: 10, MaxCostUSD: 0.5, Timeout: plan.Duration(60e9)}}
+	p.Agent("agent.researcher").Budget = "budget.b"
+	running := input(p, toolCall("web_search", `{"query":"x","n":2,"deep":{"a":[1,2.5,null]}}`))
+	running.Run = RunInfo{ID: "run-1", Iteration: 3, Usage: Usage{ModelCalls: 2, ToolCalls: 1, TotalTokens: 900, CostUSD: 0.001}, Budget: running.Run.Budget}
+	samples := map[string]Input{
+		"tool_call":   running,
+		"no args":     input(p, Action{Type: ToolCall, Tool: "shell"}),
+		"delegate":    input(p, Action{Type: Delegate, Target: "critic", Task: "check the answer"}),
+		"respond":     input(p, Action{Type: Respond, Content: "42"}),
+		"terminate":   input(p, Action{Type: Terminate, Reason: "done"}),
+		"nil maps":    {Action: Action{Type: Respond}, Agent: AgentInfo{Name: "a"}},
+		"no plan":     NewInput(nil, "agent.x", Action{Type: Respond}, nil),
+		"deep agent":  {Action: Action{Type: Terminate}, Agent: AgentInfo{Name: "critic", Model: "fast", DelegationDepth: 2}, Context: map[string]any{"ticket": "JIRA-1", "limits": []any{1.5, "x"}}},
+		"tags/effect": input(p, toolCall("shell", `{"cmd":"ls"}`)),
+	}
+	for name, in := range samples {
+		t.Run(name, func(t *testing.T) {
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(documentJSON(t, in)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(doc); err != nil {
+				t.Errorf("%s\n%s", err, documentJSON(t, in))
+			}
+		})
+	}
+	if got := string(documentJSON(t, running)); !strings.Contains(got, `"budget":{"max_cost_usd":0.5,"max_iterations":10,"timeout":"1m0s"}`) || !strings.Contains(got, `"effect":"read","tags":["web"]`) {
+		t.Errorf("document %s lacks the budget or the plan's effect and tags", got)
+	}
+	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"action":{"type":"tool_call"},"agent":{"name":"a","model":"m","delegation_depth":0},"run":{"id":"","iteration":0,"usage":{},"budget":{}},"context":{}}`))
+	if s.Validate(bad) == nil {
+		t.Error("a tool_call without a tool and usage without members should not validate")
+	}
+}
+
+func TestParseAction(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Action
+		err  string
+	}{
+		{`{"type":"tool_call","tool":"tool.shell","arguments":{"cmd":"ls"}}`, Action{Type: ToolCall, Tool: "shell", Arguments: json.RawMessage(`{"cmd":"ls"}`)}, ""},
+		{`{"tool":"shell"}`, Action{Type: ToolCall, Tool: "shell"}, ""},
+		{`{"type":"delegate","target":"agent.critic","task":"x"}`, Action{Type: Delegate, Target: "critic", Task: "x"}, ""},
+		{`{"type":"respond","content":"hi"}`, Action{Type: Respond, Content: "hi"}, ""},
+		{`{"type":"fly"}`, Action{}, `unknown type "fly"`},
+		{`{"type":"tool_call"}`, Action{}, "needs a tool"},
+		{`{"type":"delegate"}`, Action{}, "needs a target"},
+		{`{"tool":"x","arguments":[1]}`, Action{}, "want a JSON object, got an array"},
+		{`{"tool":"x","bogus":1}`, Action{}, "unknown field"},
+		{`{"tool":"x"} {}`, Action{}, "trailing data"},
+		{`nope`, Action{}, "invalid character"},
+	} {
+		got, err := ParseAction([]byte(tc.in))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseAction(%s): got %v, want an error containing %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got.Type != tc.want.Type || got.Tool != tc.want.Tool || got.Target != tc.want.Target || string(got.Arguments) != string(tc.want.Arguments) {
+			t.Errorf("ParseAction(%s) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestDecodeDecision(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Outcome
+		err  string
+	}{
+		{`true`, Allow, ""},
+		{`false`, Deny, ""},
+		{`{"decision":"allow","reason":"ok"}`, Allow, ""},
+		{`{"decision":"deny","reason":"no"}`, Deny, ""},
+		{`{"decision":"ask"}`, Ask, ""},
+		{`{"decision":"not_applicable"}`, NotApplicable, ""},
+		{`{"decision":"modify","arguments":{"a":1}}`, Modify, ""},
+		{`{"decision":"modify"}`, "", "gives no arguments"},
+		{`{"decision":"allow","arguments":{}}`, "", "only modify may change them"},
+		{`{"decision":"modify","arguments":[1]}`, "", "want an object"},
+		{`{"decision":"yes"}`, "", `"yes" is not one of`},
+		{`{"decision":1}`, "", "want a string"},
+		{`{"reason":"x"}`, "", "no decision member"},
+		{`{"decision":"deny","reason":5}`, "", "reason is a number"},
+		{`{"decision":"deny","why":"x"}`, "", `unknown member "why"`},
+		{`"allow"`, "", "returned a string"},
+		{`null`, "", "returned null"},
+		{`[true]`, "", "returned an array"},
+	} {
+		v, err := decodeJSON([]byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := decodeDecision(v)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("decode %s: got %+v %v, want error %q", tc.in, d, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || d.Outcome != tc.want {
+			t.Errorf("decode %s: got %+v %v, want %s", tc.in, d, err, tc.want)
+		}
+	}
+}
+
+// FuzzInputDocument checks the input document builder against
+// encoding/json: whatever an Input holds, OPA sees the same document that
+// json.Marshal would write (nil maps as empty objects), or a clear error.
+func FuzzInputDocument(f *testing.F) {
+	f.Add([]byte(`{"action":{"type":"tool_call","tool":"shell","arguments":{"cmd":"ls","n":1e400}},"agent":{"name":"a"},"run":{"usage":{"cost_usd":0.001},"budget":{"max_total_tokens":100000}},"context":{"k":[1,"x",null,{"y":false}]}}`))
+	f.Add([]byte(`{"action":{"type":"respond","content":"\u00e9\u0000"},"run":{"iteration":-3}}`))
+	f.Add([]byte(`{"action":{"type":"delegate","target":"c","arguments":"not an object"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var in Input
+		if err := json.Unmarshal(data, &in); err != nil {
+			return
+		}
+		v, err := inputValue(in)
+		if err != nil {
+			return
+		}
+		if in.Context == nil {
+			in.Context = map[string]any{}
+		}
+		if in.Run.Budget == nil {
+			in.Run.Budget = map[string]any{}
+		}
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatalf("inputValue accepted what json.Marshal refuses: %v", err)
+		}
+		want, err := ast.ValueFromReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ast.Compare(v, want) != 0 {
+			t.Fatalf("document differs from its JSON:\n got %v\nwant %v", v, want)
+		}
+	})
+}
+
+// FuzzParseAction: any bytes give an action or an error, and an accepted
+// action always builds a document.
+func FuzzParseAction(f *testing.F) {
+	f.Add([]byte(`{"type":"tool_call","tool":"tool.shell","arguments":{"cmd":"ls"}}`))
+	f.Add([]byte(`{"type":"delegate","target":"agent.critic"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := ParseAction(data)
+		if err != nil {
+			return
+		}
+		if _, err := inputValue(Input{Action: a}); err != nil {
+			t.Fatalf("accepted action %+v does not build a document: %v", a, err)
+		}
+		if _, _, err := a.subject(); err != nil {
+			t.Fatalf("accepted action %+v has no subject: %v", a, err)
+		}
+	})
+}
+
+// FuzzDecodeDecision feeds the decoder what a Rego query can return: any
+// JSON value, passed through OPA's own value conversion.
+func FuzzDecodeDecision(f *testing.F) {
+	for _, s := range []string{`true`, `{"decision":"modify","reason":"r","arguments":{"a":[1,2]}}`, `{"decision":"deny"}`, `{"decision":"ask","arguments":null}`, `[{"decision":"allow"}]`, `1.5e300`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, err := decodeJSON(data)
+		if err != nil {
+			return
+		}
+		av, err := ast.InterfaceToValue(raw)
+		if err != nil {
+			return
+		}
+		v, err := ast.JSON(av)
+		if err != nil {
+			return
+		}
+		d, err := decodeDecision(v)
+		if err != nil {
+			return
+		}
+		if !d.Outcome.valid() {
+			t.Fatalf("decoded an invalid outcome %q", d.Outcome)
+		}
+		if d.Outcome == Modify {
+			if _, err := argumentsObject(d.Arguments); err != nil {
+				t.Fatalf("modify with arguments that are not an object: %s", d.Arguments)
+			}
+		} else if len(d.Arguments) > 0 {
+			t.Fatalf("%s carries arguments", d.Outcome)
+		}
+	})
+}
