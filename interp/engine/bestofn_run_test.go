@@ -58,17 +58,17 @@ func (f *fakeBon) runner(cfg plan.BestOfN, gen func(ctx context.Context, i int) 
 	}
 }
 
-func answers(contents ...string) func(ctx context.Context, i int) bonGeneration {
+func bonAnswers(contents ...string) func(ctx context.Context, i int) bonGeneration {
 	return func(ctx context.Context, i int) bonGeneration {
 		return bonGeneration{Content: contents[i], Usage: policy.Usage{ModelCalls: 1, TotalTokens: int64(10 + i)}, Termination: "completed"}
 	}
 }
 
-func scoreAll(v float64) func(c *Candidate) bonScore {
+func bonScoreAll(v float64) func(c *Candidate) bonScore {
 	return func(c *Candidate) bonScore { return bonScore{Score: v, Accepted: true} }
 }
 
-func statuses(cs []Candidate) string {
+func bonStatuses(cs []Candidate) string {
 	var parts []string
 	for _, c := range cs {
 		parts = append(parts, fmt.Sprintf("%d:%s", c.Index, c.Status))
@@ -93,10 +93,10 @@ func TestBestOfNRunnerMajorityVoteStableOrder(t *testing.T) {
 			}
 		}
 		defer close(done[i])
-		return answers(contents...)(ctx, i)
+		return bonAnswers(contents...)(ctx, i)
 	}
 	f := &fakeBon{}
-	r := f.runner(plan.BestOfN{Candidates: n, MaxConcurrency: n, Selector: plan.Selector{Kind: "majority_vote"}}, gen, scoreAll(0.9))
+	r := f.runner(plan.BestOfN{Candidates: n, MaxConcurrency: n, Selector: plan.Selector{Kind: "majority_vote"}}, gen, bonScoreAll(0.9))
 	out := r.run(context.Background())
 	if out.Stop != nil || out.Selected != 0 {
 		t.Fatalf("selected %d (stop %v), want 0", out.Selected, out.Stop)
@@ -130,9 +130,9 @@ func TestBestOfNRunnerConcurrencyLimit(t *testing.T) {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return answers("a", "b", "c", "d", "e", "f", "g", "h")(ctx, i)
+		return bonAnswers("a", "b", "c", "d", "e", "f", "g", "h")(ctx, i)
 	}
-	r := f.runner(plan.BestOfN{Candidates: 8, MaxConcurrency: 3, Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(1))
+	r := f.runner(plan.BestOfN{Candidates: 8, MaxConcurrency: 3, Selector: plan.Selector{Kind: "highest_score"}}, gen, bonScoreAll(1))
 	out := r.run(context.Background())
 	if f.maxSeen != 3 {
 		t.Errorf("at most %d candidates ran at once, want 3", f.maxSeen)
@@ -151,7 +151,7 @@ func TestBestOfNRunnerScoringOutcomes(t *testing.T) {
 		case 5:
 			return bonGeneration{Status: StatusSideEffectBlocked, Err: errors.New("proposed a tool call"), Content: "x"}
 		}
-		return answers("good", "weak", "unsafe", "broken", "", "")(ctx, i)
+		return bonAnswers("good", "weak", "unsafe", "broken", "", "")(ctx, i)
 	}
 	score := func(c *Candidate) bonScore {
 		switch c.Content {
@@ -168,7 +168,7 @@ func TestBestOfNRunnerScoringOutcomes(t *testing.T) {
 	r := f.runner(plan.BestOfN{Candidates: 6, MaxConcurrency: 2, MinimumScore: 0.5, Selector: plan.Selector{Kind: "highest_score"}}, gen, score)
 	out := r.run(context.Background())
 	want := "0:eligible 1:rejected 2:rejected 3:scoring_failed 4:generation_failed 5:side_effect_blocked"
-	if got := statuses(out.Candidates); got != want {
+	if got := bonStatuses(out.Candidates); got != want {
 		t.Fatalf("statuses %s\nwant     %s", got, want)
 	}
 	if out.Selected != 0 || out.Candidates[0].ScorerUsage.ModelCalls != 1 {
@@ -189,15 +189,15 @@ func TestBestOfNRunnerBudgetStopsEverything(t *testing.T) {
 			<-ctx.Done()
 			return bonGeneration{Status: StatusGenerationFailed, Err: ctx.Err()}
 		}
-		return answers("a", "b", "c", "d")(ctx, i)
+		return bonAnswers("a", "b", "c", "d")(ctx, i)
 	}
 	f := &fakeBon{}
-	r := f.runner(plan.BestOfN{Candidates: 4, MaxConcurrency: 2, Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(1))
+	r := f.runner(plan.BestOfN{Candidates: 4, MaxConcurrency: 2, Selector: plan.Selector{Kind: "highest_score"}}, gen, bonScoreAll(1))
 	out := r.run(context.Background())
 	if !errors.Is(out.Stop, exhausted) {
 		t.Fatalf("stop = %v, want the budget error", out.Stop)
 	}
-	if got, want := statuses(out.Candidates), "0:budget_exceeded 1:budget_exceeded 2:skipped 3:skipped"; got != want {
+	if got, want := bonStatuses(out.Candidates), "0:budget_exceeded 1:budget_exceeded 2:skipped 3:skipped"; got != want {
 		t.Fatalf("statuses %s, want %s", got, want)
 	}
 	if out.Selected != -1 {
@@ -215,7 +215,7 @@ func TestBestOfNRunnerTimeoutKeepsFinishedCandidates(t *testing.T) {
 	gen := func(ctx context.Context, i int) bonGeneration {
 		if i == 0 {
 			defer close(fastDone)
-			return answers("fast")(ctx, 0)
+			return bonAnswers("fast")(ctx, 0)
 		}
 		<-fastDone
 		<-ctx.Done() // only the deadline ends it
@@ -224,9 +224,9 @@ func TestBestOfNRunnerTimeoutKeepsFinishedCandidates(t *testing.T) {
 	f := &fakeBon{}
 	// Candidate 0 frees its slot for candidate 2; both 1 and 2 then hold
 	// the two slots until the deadline, so 3 never starts.
-	r := f.runner(plan.BestOfN{Candidates: 4, MaxConcurrency: 2, Timeout: plan.Duration(100 * time.Millisecond), Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(0.8))
+	r := f.runner(plan.BestOfN{Candidates: 4, MaxConcurrency: 2, Timeout: plan.Duration(100 * time.Millisecond), Selector: plan.Selector{Kind: "highest_score"}}, gen, bonScoreAll(0.8))
 	out := r.run(context.Background())
-	if got, want := statuses(out.Candidates), "0:eligible 1:timed_out 2:timed_out 3:skipped"; got != want {
+	if got, want := bonStatuses(out.Candidates), "0:eligible 1:timed_out 2:timed_out 3:skipped"; got != want {
 		t.Fatalf("statuses %s, want %s", got, want)
 	}
 	if !out.TimedOut || out.Stop != nil || out.Selected != 0 {
@@ -242,19 +242,19 @@ func TestBestOfNRunnerCancelled(t *testing.T) {
 		return bonGeneration{Status: StatusGenerationFailed, Err: c.Err()}
 	}
 	f := &fakeBon{}
-	r := f.runner(plan.BestOfN{Candidates: 3, MaxConcurrency: 1, Selector: plan.Selector{Kind: "highest_score"}}, gen, scoreAll(1))
+	r := f.runner(plan.BestOfN{Candidates: 3, MaxConcurrency: 1, Selector: plan.Selector{Kind: "highest_score"}}, gen, bonScoreAll(1))
 	out := r.run(ctx)
 	if !errors.Is(out.Stop, context.Canceled) {
 		t.Fatalf("stop = %v, want context.Canceled", out.Stop)
 	}
-	if got, want := statuses(out.Candidates), "0:cancelled 1:skipped 2:skipped"; got != want {
+	if got, want := bonStatuses(out.Candidates), "0:cancelled 1:skipped 2:skipped"; got != want {
 		t.Fatalf("statuses %s, want %s", got, want)
 	}
 }
 
 func TestBestOfNRunnerVaryErrorFailsOnlyThatCandidate(t *testing.T) {
 	f := &fakeBon{}
-	r := f.runner(plan.BestOfN{Candidates: 2, MaxConcurrency: 2, Selector: plan.Selector{Kind: "highest_score"}}, answers("a", "b"), scoreAll(1))
+	r := f.runner(plan.BestOfN{Candidates: 2, MaxConcurrency: 2, Selector: plan.Selector{Kind: "highest_score"}}, bonAnswers("a", "b"), bonScoreAll(1))
 	r.vary = func(i int) (RunOptions, map[string]any, error) {
 		if i == 1 {
 			return RunOptions{}, nil, errors.New("vary: temperature must be a number")
@@ -262,7 +262,7 @@ func TestBestOfNRunnerVaryErrorFailsOnlyThatCandidate(t *testing.T) {
 		return RunOptions{}, nil, nil
 	}
 	out := r.run(context.Background())
-	if got, want := statuses(out.Candidates), "0:eligible 1:generation_failed"; got != want {
+	if got, want := bonStatuses(out.Candidates), "0:eligible 1:generation_failed"; got != want {
 		t.Fatalf("statuses %s, want %s", got, want)
 	}
 }

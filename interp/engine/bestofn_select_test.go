@@ -7,7 +7,7 @@ import (
 	"github.com/symbi-dev/symbi/policy"
 )
 
-func eligible(index int, score float64, cost float64, tokens int64, key string) Candidate {
+func bonEligible(index int, score float64, cost float64, tokens int64, key string) Candidate {
 	return Candidate{
 		Index: index, Status: StatusEligible, Score: score, Scored: true, Key: key,
 		Usage: policy.Usage{CostUSD: cost, TotalTokens: tokens},
@@ -23,38 +23,38 @@ func TestBestOfNSelectHighestScore(t *testing.T) {
 	}{
 		{
 			name: "clear winner",
-			cs:   []Candidate{eligible(0, 0.5, 0, 10, ""), eligible(1, 0.9, 0, 10, ""), eligible(2, 0.7, 0, 10, "")},
+			cs:   []Candidate{bonEligible(0, 0.5, 0, 10, ""), bonEligible(1, 0.9, 0, 10, ""), bonEligible(2, 0.7, 0, 10, "")},
 			want: 1,
 		},
 		{
 			name: "tie broken by lower cost",
 			tol:  0.01,
-			cs:   []Candidate{eligible(0, 0.9, 0.02, 10, ""), eligible(1, 0.895, 0.01, 50, ""), eligible(2, 0.5, 0, 1, "")},
+			cs:   []Candidate{bonEligible(0, 0.9, 0.02, 10, ""), bonEligible(1, 0.895, 0.01, 50, ""), bonEligible(2, 0.5, 0, 1, "")},
 			want: 1,
 		},
 		{
 			name: "equal cost broken by fewer tokens",
 			tol:  0.01,
-			cs:   []Candidate{eligible(0, 0.9, 0.01, 30, ""), eligible(1, 0.9, 0.01, 20, "")},
+			cs:   []Candidate{bonEligible(0, 0.9, 0.01, 30, ""), bonEligible(1, 0.9, 0.01, 20, "")},
 			want: 1,
 		},
 		{
 			name: "all equal broken by lower index",
-			cs:   []Candidate{eligible(0, 0.9, 0.01, 30, ""), eligible(1, 0.9, 0.01, 30, "")},
+			cs:   []Candidate{bonEligible(0, 0.9, 0.01, 30, ""), bonEligible(1, 0.9, 0.01, 30, "")},
 			want: 0,
 		},
 		{
 			name: "outside tolerance the cheaper one loses",
 			tol:  1e-9,
-			cs:   []Candidate{eligible(0, 0.9, 0.05, 30, ""), eligible(1, 0.89, 0.0, 1, "")},
+			cs:   []Candidate{bonEligible(0, 0.9, 0.05, 30, ""), bonEligible(1, 0.89, 0.0, 1, "")},
 			want: 0,
 		},
 		{
 			name: "scorer usage counts toward cost",
 			tol:  0.1,
 			cs: []Candidate{
-				func() Candidate { c := eligible(0, 0.9, 0.01, 10, ""); c.ScorerUsage.CostUSD = 0.05; return c }(),
-				eligible(1, 0.9, 0.02, 10, ""),
+				func() Candidate { c := bonEligible(0, 0.9, 0.01, 10, ""); c.ScorerUsage.CostUSD = 0.05; return c }(),
+				bonEligible(1, 0.9, 0.02, 10, ""),
 			},
 			want: 1,
 		},
@@ -63,7 +63,7 @@ func TestBestOfNSelectHighestScore(t *testing.T) {
 			cs: []Candidate{
 				{Index: 0, Status: StatusRejected, Score: 1, Scored: true},
 				{Index: 1, Status: StatusScoringFailed},
-				eligible(2, 0.2, 0, 0, ""),
+				bonEligible(2, 0.2, 0, 0, ""),
 			},
 			want: 2,
 		},
@@ -90,38 +90,38 @@ func TestBestOfNSelectMajorityVote(t *testing.T) {
 		{
 			name: "largest group wins over a higher single score",
 			cs: []Candidate{
-				eligible(0, 1.0, 0, 0, "43"),
-				eligible(1, 0.6, 0, 0, "42"),
-				eligible(2, 0.5, 0, 0, "42"),
+				bonEligible(0, 1.0, 0, 0, "43"),
+				bonEligible(1, 0.6, 0, 0, "42"),
+				bonEligible(2, 0.5, 0, 0, "42"),
 			},
 			want: 1,
 		},
 		{
 			name: "equal groups broken by total score",
 			cs: []Candidate{
-				eligible(0, 0.5, 0, 0, "a"),
-				eligible(1, 0.9, 0, 0, "b"),
-				eligible(2, 0.5, 0, 0, "a"),
-				eligible(3, 0.9, 0, 0, "b"),
+				bonEligible(0, 0.5, 0, 0, "a"),
+				bonEligible(1, 0.9, 0, 0, "b"),
+				bonEligible(2, 0.5, 0, 0, "a"),
+				bonEligible(3, 0.9, 0, 0, "b"),
 			},
 			want: 1,
 		},
 		{
 			name: "equal groups and totals broken by lower index",
 			cs: []Candidate{
-				eligible(0, 0.5, 0, 0, "b"),
-				eligible(1, 0.5, 0, 0, "a"),
-				eligible(2, 0.5, 0, 0, "a"),
-				eligible(3, 0.5, 0, 0, "b"),
+				bonEligible(0, 0.5, 0, 0, "b"),
+				bonEligible(1, 0.5, 0, 0, "a"),
+				bonEligible(2, 0.5, 0, 0, "a"),
+				bonEligible(3, 0.5, 0, 0, "b"),
 			},
 			want: 0,
 		},
 		{
 			name: "representative is the best member of the winning group",
 			cs: []Candidate{
-				eligible(0, 0.4, 0, 0, "x"),
-				eligible(1, 0.8, 0, 0, "x"),
-				eligible(2, 0.9, 0, 0, "y"),
+				bonEligible(0, 0.4, 0, 0, "x"),
+				bonEligible(1, 0.8, 0, 0, "x"),
+				bonEligible(2, 0.9, 0, 0, "y"),
 			},
 			want: 1,
 		},
@@ -130,7 +130,7 @@ func TestBestOfNSelectMajorityVote(t *testing.T) {
 			cs: []Candidate{
 				{Index: 0, Status: StatusRejected, Key: "x", Score: 0.1, Scored: true},
 				{Index: 1, Status: StatusRejected, Key: "x", Score: 0.1, Scored: true},
-				eligible(2, 0.9, 0, 0, "y"),
+				bonEligible(2, 0.9, 0, 0, "y"),
 			},
 			want: 2,
 		},
