@@ -771,3 +771,30 @@ func TestCallWithoutArgumentsGetsAnEmptyObject(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBestOfNShape runs 8 calls 4 at a time against 50 ms of server
+// latency: ideally two latencies per op, whatever the client adds.
+func BenchmarkBestOfNShape(b *testing.B) {
+	s := fakeserver.New(b, fakeserver.WithLatency(50*time.Millisecond), fakeserver.WithHandler(func(int, fakeserver.Request) fakeserver.Reply {
+		return fakeserver.Text("candidate")
+	}))
+	m, err := New(Config{BaseURL: s.URL(), Model: "m", Streaming: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		sem := make(chan struct{}, 4)
+		var wg sync.WaitGroup
+		for range 8 {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if _, err := m.Stream(ctx, ask("x"), nil); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
