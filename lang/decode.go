@@ -96,6 +96,17 @@ func Parse(srcs []Source) (*Module, hcl.Diagnostics) {
 		rootSchema.Blocks = append(rootSchema.Blocks, hcl.BlockHeaderSchema{Type: t, LabelNames: top[t].Labels})
 	}
 	for _, src := range srcs {
+		if pos, ok := tooDeep(src.Bytes); ok {
+			rng := hcl.Range{Filename: src.Name, Start: pos, End: pos}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Nesting too deep",
+				Detail:   fmt.Sprintf("Brackets are nested more than %d deep here; no configuration needs that, and the parser's time would grow with it.", MaxNesting),
+				Subject:  &rng,
+			})
+			m.Files[src.Name] = &hcl.File{Bytes: src.Bytes, Body: hcl.EmptyBody()}
+			continue
+		}
 		f, ds := hclsyntax.ParseConfig(src.Bytes, src.Name, hcl.InitialPos)
 		diags = append(diags, ds...)
 		if f == nil {
@@ -186,4 +197,55 @@ func decodeBlock(hb *hcl.Block, s *Schema) (*Block, hcl.Diagnostics) {
 		b.Blocks = append(b.Blocks, child)
 	}
 	return b, diags
+}
+
+// MaxNesting is how deep brackets may nest in a configuration file.
+const MaxNesting = 256
+
+// tooDeep finds the first bracket nested deeper than MaxNesting, skipping
+// quoted strings and comments. It is a guard, not a parser: it runs before
+// parsing so that hostile input cannot make the parser recurse without bound.
+func tooDeep(b []byte) (hcl.Pos, bool) {
+	depth, line, col := 0, 1, 1
+	inStr, lineComment, blockComment := false, false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case lineComment:
+			if c == '\n' {
+				lineComment = false
+			}
+		case blockComment:
+			if c == '*' && i+1 < len(b) && b[i+1] == '/' {
+				blockComment = false
+			}
+		case inStr:
+			if c == '\\' {
+				i++
+			} else if c == '"' || c == '\n' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '#':
+			lineComment = true
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			lineComment = true
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
+			blockComment = true
+		case c == '(' || c == '[' || c == '{':
+			depth++
+			if depth > MaxNesting {
+				return hcl.Pos{Line: line, Column: col, Byte: i}, true
+			}
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		}
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return hcl.Pos{}, false
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -138,7 +139,8 @@ type FileRef struct {
 func NewFileRef(path string, content []byte) FileRef {
 	sum := sha256.Sum256(content)
 	ref := FileRef{Path: filepath.ToSlash(path), SHA256: hex.EncodeToString(sum[:])}
-	if len(content) <= MaxInlineText {
+	// JSON cannot carry invalid UTF-8: such a file is read again when needed.
+	if len(content) <= MaxInlineText && utf8.Valid(content) {
 		ref.Text = string(content)
 	}
 	return ref
