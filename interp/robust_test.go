@@ -202,12 +202,12 @@ agent "researcher" {
 		t.Fatal(listDiags(diags))
 	}
 	for expr, want := range map[string]cty.Value{
-		`agent.researcher.loop.mode`:              cty.StringVal("simple"),
-		`model.fast.pricing.input_usd_per_mtok`:   cty.NumberFloatVal(0.15),
-		`budget.standard.max_iterations`:          cty.NumberIntVal(12),
-		`upper(local.greeting)`:                   cty.StringVal("HI"),
-		`agent.researcher.model`:                  cty.StringVal("model.fast"),
-		`cost(model.fast, 1000000, 0)`:            cty.NumberFloatVal(0.15),
+		`agent.researcher.loop.mode`:            cty.StringVal("simple"),
+		`model.fast.pricing.input_usd_per_mtok`: cty.NumberFloatVal(0.15),
+		`budget.standard.max_iterations`:        cty.NumberIntVal(12),
+		`upper(local.greeting)`:                 cty.StringVal("HI"),
+		`agent.researcher.model`:                cty.StringVal("model.fast"),
+		`cost(model.fast, 1000000, 0)`:          cty.NumberFloatVal(0.15),
 	} {
 		v, d := EvalDeferred(plan.Expr{Source: expr}, cfg.Scope.Variables, noEnv)
 		if d.HasErrors() {
