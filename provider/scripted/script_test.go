@@ -337,6 +337,7 @@ func FuzzParse(f *testing.F) {
 		`{"turns":[{"tool_calls":[{"name":"x","arguments":"{bad"}]}],"on_exhausted":"repeat_last"}`,
 		`{"turns":[{"error":{"kind":"rate_limited","retry_after":"1s","message":"m"}}]}`,
 		`{"turns":[{"when":"^a+$","content":"x"},{}]}`,
+		`{"turns":[{"when_temperature":0.35,"chunks":["a","b"]},{"content":"c"}]}`,
 		`{"turns":[{"error":{"kind":"timeout","detail":"idle","status_code":504}}]}`,
 		`{"turns":null}`, `[]`, `"x"`, ``,
 	} {
