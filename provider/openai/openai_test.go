@@ -640,22 +640,38 @@ func TestConcurrentCalls(t *testing.T) {
 	wg.Wait()
 }
 
-// FuzzStream serves arbitrary bytes as an event stream: whatever a server
-// sends, Stream returns a response or a typed error, never a panic or hang.
-func FuzzStream(f *testing.F) {
-	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"))
-	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"id\":\"a\",\"function\":{\"name\":\"x\",\"arguments\":\"{\"}}]}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":1}}\n\n"))
-	f.Add([]byte("data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"))
-	f.Add([]byte("event: ping\n\n: comment\n\ndata: {not json\n\n"))
-	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"no\"},\"finish_reason\":\"stop\"}]}\n\n"))
-	f.Add([]byte(""))
-	f.Fuzz(func(t *testing.T, body []byte) {
+// FuzzResponse serves arbitrary bytes as an event stream or a plain body:
+// whatever a server sends, Stream returns a response or a typed error, never
+// a panic or a hang.
+func FuzzResponse(f *testing.F) {
+	for _, seed := range []string{
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"id\":\"a\",\"function\":{\"name\":\"x\",\"arguments\":\"{\"}}]}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":1}}\n\n",
+		"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n",
+		"event: ping\n\n: comment\n\ndata: {not json\n\n",
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"no\"},\"finish_reason\":\"stop\"}]}\n\n",
+		"",
+	} {
+		f.Add([]byte(seed), true)
+	}
+	for _, seed := range []string{
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"x","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[]}`, `{"error":{"message":"x"}}`, `[1,2]`, `null`,
+	} {
+		f.Add([]byte(seed), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, streaming bool) {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
+			if streaming {
+				w.Header().Set("Content-Type", "text/event-stream")
+			} else {
+				w.Header().Set("Content-Type", "application/json")
+			}
 			w.Write(body)
 		}))
 		defer ts.Close()
-		m, err := New(Config{BaseURL: ts.URL, Model: "m", Streaming: true})
+		m, err := New(Config{BaseURL: ts.URL, Model: "m", Streaming: streaming})
 		if err != nil {
 			t.Fatal(err)
 		}
