@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +77,9 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 	switch {
 	case errors.As(err, &syntaxErr), errors.As(err, &typeErr), errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages):
 		return failure{err: m.typed(provider.MalformedResponse, "", ex.status, err)}
+	case isPermanentConnectionError(err):
+		// Another attempt meets the same certificate or the same missing host.
+		return failure{err: m.typed(provider.TransportFailed, "", 0, err)}
 	case errors.Is(err, errTruncated):
 		return failure{err: m.typed(provider.TransportFailed, "truncated", ex.status, err), retryable: true}
 	case isConnectionError(err):
@@ -122,6 +126,12 @@ func statusOfErrorType(typ, code string) int {
 }
 
 var errTruncated = errors.New("the stream ended before its finish reason")
+
+func isPermanentConnectionError(err error) bool {
+	var certErr *tls.CertificateVerificationError
+	var dnsErr *net.DNSError
+	return errors.As(err, &certErr) || (errors.As(err, &dnsErr) && dnsErr.IsNotFound)
+}
 
 func isConnectionError(err error) bool {
 	var netErr net.Error

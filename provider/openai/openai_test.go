@@ -814,3 +814,20 @@ func BenchmarkBestOfNShape(b *testing.B) {
 		wg.Wait()
 	}
 }
+
+func TestUntrustedCertificateIsNotRetried(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer ts.Close()
+	sl := &sleeps{}
+	m, err := New(Config{BaseURL: ts.URL + "/v1", Model: "m", AllowNoKey: true, Sleep: sl.sleep, Retry: plan.TransportRetry{MaxAttempts: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	_, err = m.Stream(ctx, ask("x"), nil)
+	wantKind(t, err, provider.TransportFailed, "")
+	if len(sl.got()) != 0 {
+		t.Errorf("a certificate error was retried (waits %v)", sl.got())
+	}
+}
