@@ -34,73 +34,77 @@ type builtinSpec struct {
 	run         func(tb *Toolbox) runFunc
 }
 
-// builtinSpecs is read-only after package initialisation.
-var builtinSpecs = map[string]builtinSpec{
-	"calculator": {
-		description: "Evaluate an arithmetic expression: + - * / % ^, parentheses, unary minus, decimals.",
-		schema:      `{"type":"object","properties":{"expression":{"type":"string","description":"for example (2 + 3) * 4.5 ^ 2"}},"required":["expression"],"additionalProperties":false}`,
-		effect:      "none",
-		idempotent:  true,
-		run:         func(*Toolbox) runFunc { return runCalculator },
-	},
-	"clock": {
-		description: "The current date and time in an IANA time zone (UTC by default).",
-		schema:      `{"type":"object","properties":{"timezone":{"type":"string","description":"IANA zone such as Europe/Berlin"}},"additionalProperties":false}`,
-		effect:      "none",
-		run:         func(tb *Toolbox) runFunc { return tb.runClock },
-	},
-	"read_file": {
-		description: "Read a text file inside the workspace.",
-		schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace"},"offset":{"type":"integer","minimum":0,"description":"byte offset to start at"}},"required":["path"],"additionalProperties":false}`,
-		effect:      "read",
-		idempotent:  true,
-		run:         func(tb *Toolbox) runFunc { return tb.runReadFile },
-	},
-	"list_dir": {
-		description: "List a directory inside the workspace; directories end with /.",
-		schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace; . by default"}},"additionalProperties":false}`,
-		effect:      "read",
-		idempotent:  true,
-		run:         func(tb *Toolbox) runFunc { return tb.runListDir },
-	},
-	"write_file": {
-		description: "Write (or append to) a text file inside the workspace, creating directories as needed.",
-		schema:      `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"append":{"type":"boolean"}},"required":["path","content"],"additionalProperties":false}`,
-		effect:      "write",
-		run:         func(tb *Toolbox) runFunc { return tb.runWriteFile },
-	},
-	"http_get": {
-		description: "Fetch a URL with GET; only allow-listed hosts.",
-		schema:      `{"type":"object","properties":{"url":{"type":"string","description":"http or https URL"}},"required":["url"],"additionalProperties":false}`,
-		effect:      "read",
-		idempotent:  true,
-		run:         func(tb *Toolbox) runFunc { return tb.runHTTPGet },
-	},
-	"delegate": {
-		description: "Hand a task to another agent and return its answer.",
-		schema:      `{"type":"object","properties":{"target":{"type":"string","description":"the agent's name"},"task":{"type":"string"}},"required":["target","task"],"additionalProperties":false}`,
-		effect:      "none",
-		run:         func(tb *Toolbox) runFunc { return tb.runDelegate },
-	},
-	"recall_knowledge": {
-		description: "Search the knowledge store for facts relevant to a query, or read the conventions that apply in a directory (scope conventions).",
-		schema:      `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50},"scope":{"enum":["facts","conventions"],"description":"facts (default) or the conventions that apply in dir"},"dir":{"type":"string","description":"conventions: a directory inside the workspace"}},"required":["query"],"additionalProperties":false}`,
-		effect:      "read",
-		idempotent:  true,
-		run:         func(tb *Toolbox) runFunc { return tb.runRecall },
-	},
-	"store_knowledge": {
-		description: "Store a fact as a subject-predicate-object triple with a confidence.",
-		schema:      `{"type":"object","properties":{"subject":{"type":"string","minLength":1},"predicate":{"type":"string","minLength":1},"object":{"type":"string","minLength":1},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["subject","predicate","object"],"additionalProperties":false}`,
-		effect:      "write",
-		run:         func(tb *Toolbox) runFunc { return tb.runStore },
-	},
+// builtinSpecs returns the table of builtins. It is built on each call, not
+// kept in a package variable, so no code can change it for everyone.
+func builtinSpecs() map[string]builtinSpec {
+	return map[string]builtinSpec{
+		"calculator": {
+			description: "Evaluate an arithmetic expression: + - * / % ^, parentheses, unary minus, decimals.",
+			schema:      `{"type":"object","properties":{"expression":{"type":"string","description":"for example (2 + 3) * 4.5 ^ 2"}},"required":["expression"],"additionalProperties":false}`,
+			effect:      "none",
+			idempotent:  true,
+			run:         func(*Toolbox) runFunc { return runCalculator },
+		},
+		"clock": {
+			description: "The current date and time in an IANA time zone (UTC by default).",
+			schema:      `{"type":"object","properties":{"timezone":{"type":"string","description":"IANA zone such as Europe/Berlin"}},"additionalProperties":false}`,
+			effect:      "none",
+			run:         func(tb *Toolbox) runFunc { return tb.runClock },
+		},
+		"read_file": {
+			description: "Read a text file inside the workspace.",
+			schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace"},"offset":{"type":"integer","minimum":0,"description":"byte offset to start at"}},"required":["path"],"additionalProperties":false}`,
+			effect:      "read",
+			idempotent:  true,
+			run:         func(tb *Toolbox) runFunc { return tb.runReadFile },
+		},
+		"list_dir": {
+			description: "List a directory inside the workspace; directories end with /.",
+			schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace; . by default"}},"additionalProperties":false}`,
+			effect:      "read",
+			idempotent:  true,
+			run:         func(tb *Toolbox) runFunc { return tb.runListDir },
+		},
+		"write_file": {
+			description: "Write (or append to) a text file inside the workspace, creating directories as needed.",
+			schema:      `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"append":{"type":"boolean"}},"required":["path","content"],"additionalProperties":false}`,
+			effect:      "write",
+			run:         func(tb *Toolbox) runFunc { return tb.runWriteFile },
+		},
+		"http_get": {
+			description: "Fetch a URL with GET; only allow-listed hosts.",
+			schema:      `{"type":"object","properties":{"url":{"type":"string","description":"http or https URL"}},"required":["url"],"additionalProperties":false}`,
+			effect:      "read",
+			idempotent:  true,
+			run:         func(tb *Toolbox) runFunc { return tb.runHTTPGet },
+		},
+		"delegate": {
+			description: "Hand a task to another agent and return its answer.",
+			schema:      `{"type":"object","properties":{"target":{"type":"string","description":"the agent's name"},"task":{"type":"string"}},"required":["target","task"],"additionalProperties":false}`,
+			effect:      "none",
+			run:         func(tb *Toolbox) runFunc { return tb.runDelegate },
+		},
+		"recall_knowledge": {
+			description: "Search the knowledge store for facts relevant to a query, or read the conventions that apply in a directory (scope conventions).",
+			schema:      `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50},"scope":{"enum":["facts","conventions"],"description":"facts (default) or the conventions that apply in dir"},"dir":{"type":"string","description":"conventions: a directory inside the workspace"}},"required":["query"],"additionalProperties":false}`,
+			effect:      "read",
+			idempotent:  true,
+			run:         func(tb *Toolbox) runFunc { return tb.runRecall },
+		},
+		"store_knowledge": {
+			description: "Store a fact as a subject-predicate-object triple with a confidence.",
+			schema:      `{"type":"object","properties":{"subject":{"type":"string","minLength":1},"predicate":{"type":"string","minLength":1},"object":{"type":"string","minLength":1},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["subject","predicate","object"],"additionalProperties":false}`,
+			effect:      "write",
+			run:         func(tb *Toolbox) runFunc { return tb.runStore },
+		},
+	}
 }
 
 // BuiltinNames lists the builtin tools, sorted.
 func BuiltinNames() []string {
-	names := make([]string, 0, len(builtinSpecs))
-	for n := range builtinSpecs {
+	specs := builtinSpecs()
+	names := make([]string, 0, len(specs))
+	for n := range specs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -111,7 +115,7 @@ func BuiltinNames() []string {
 // for the compiler to fill into the plan. Name is the builtin's name; Source
 // is "builtin".
 func BuiltinInfo(name string) (Info, bool) {
-	b, ok := builtinSpecs[name]
+	b, ok := builtinSpecs()[name]
 	if !ok {
 		return Info{}, false
 	}

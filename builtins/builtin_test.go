@@ -270,3 +270,13 @@ func TestToolsListsInStableOrder(t *testing.T) {
 		t.Errorf("duplicate: %v", err)
 	}
 }
+
+func TestPanickingDelegateIsAFailure(t *testing.T) {
+	tb := newToolbox(t, []plan.Tool{builtinTool("delegate")}, nil, Options{Delegate: func(context.Context, string, string) (string, error) {
+		panic("delegate exploded")
+	}})
+	_, err := tb.Call(context.Background(), approve(t, tb, "delegate", `{"target":"critic","task":"review"}`))
+	if f := wantKind(t, err, Error); !strings.Contains(f.Error(), "tool panicked: delegate exploded") {
+		t.Errorf("error %v", err)
+	}
+}

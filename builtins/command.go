@@ -22,7 +22,7 @@ import (
 // baseEnv is the environment a command tool (or a stdio MCP server) inherits
 // from symbi; everything else must be listed in the block's env, so secrets
 // in symbi's environment do not leak into tools by accident.
-var baseEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"}
+func baseEnv() []string { return []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"} }
 
 // waitDelay bounds how long the output is drained after the tool's group was
 // killed: a process that escaped the group (setsid) and inherited the pipes
@@ -34,7 +34,7 @@ const maxStderr = 2048
 
 func (tb *Toolbox) environ(extra map[string]plan.String) ([]string, error) {
 	var env []string
-	for _, k := range baseEnv {
+	for _, k := range baseEnv() {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

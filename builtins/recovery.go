@@ -41,7 +41,9 @@ const (
 
 // defaultRetryOn are the kinds retried when a retry block lists none: the
 // ones a second try can fix.
-var defaultRetryOn = []string{string(Timeout), string(Transport), string(RateLimited)}
+func defaultRetryOn() []string {
+	return []string{string(Timeout), string(Transport), string(RateLimited)}
+}
 
 // Recover runs a failed call's recovery chain, strategies in the order
 // written, each starting from the latest failure:
@@ -156,7 +158,7 @@ func unwrapFailure(err error) error {
 func (tb *Toolbox) retry(ctx context.Context, call policy.Approved, failure error, s plan.RetryStrategy, event func(string, int, error)) (Result, error, bool) {
 	on := s.On
 	if len(on) == 0 {
-		on = defaultRetryOn
+		on = defaultRetryOn()
 	}
 	// max_attempts counts attempts in all, the failed first one included,
 	// as a model's transport retry does.

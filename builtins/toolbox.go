@@ -216,7 +216,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 	}
 	switch t.Executor.Kind {
 	case "builtin":
-		b, ok := builtinSpecs[t.Executor.Builtin]
+		b, ok := builtinSpecs()[t.Executor.Builtin]
 		if !ok {
 			return nil, fmt.Errorf("unknown builtin %q (have %s)", t.Executor.Builtin, strings.Join(BuiltinNames(), ", "))
 		}
@@ -402,7 +402,7 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	}
 	defer cancel()
 	start := time.Now()
-	content, truncated, err := e.run(cctx, args, e.maxOutput)
+	content, truncated, err := safeRun(cctx, e.run, args, e.maxOutput)
 	elapsed := time.Since(start)
 	if err != nil {
 		f, o := classify(ctx, cctx, name, t, err)
@@ -417,6 +417,17 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	r := Result{Content: content, Truncated: truncated, Elapsed: elapsed, Tool: name}
 	tb.cache.put(name+" "+canonicalJSON(args), r, tb.opts.Now())
 	return r, nil
+}
+
+// safeRun keeps a panicking executor (or a function the engine supplied,
+// such as Delegate) from taking the run down: the panic is an error failure.
+func safeRun(ctx context.Context, run runFunc, args json.RawMessage, limit int) (content string, truncated bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			content, truncated, err = "", false, fail(Error, "", fmt.Errorf("tool panicked: %v", r))
+		}
+	}()
+	return run(ctx, args, limit)
 }
 
 // classify turns an executor's error into a *Failure and says how the
