@@ -206,3 +206,7 @@ func (r *Rules) explain(w io.Writer) {
 	}
 	fmt.Fprintln(w, "deny wins, then ask, then allow; no match is not_applicable")
 }
+
+// AgentFor names the agent a policy is evaluated for when none is given:
+// the first agent that lists it, or agent.test.
+func AgentFor(p *plan.Plan, policyAddr string) string { return agentUsing(p, policyAddr) }

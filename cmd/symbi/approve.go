@@ -1,14 +1,98 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
 
-// Placeholder until the command lands; replaced by its own file's owner.
+	"github.com/spf13/cobra"
+
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// approvalFlags are shared by approve and deny.
+type approvalFlags struct {
+	stateDir string
+	by       string
+	reason   string
+}
+
+func (f *approvalFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", ".symbi", "the configuration's state_dir, which holds approvals/")
+	cmd.Flags().StringVar(&f.by, "by", "", "who decides (default: $USER)")
+	cmd.Flags().StringVar(&f.reason, "reason", "", "why, for the journal (and, on deny, for the agent)")
+}
+
+func (f *approvalFlags) person() string {
+	if f.by != "" {
+		return f.by
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+// decideRequest records a decision on a pending request of the queue.
+func decideRequest(cmd *cobra.Command, f *approvalFlags, id string, approved bool) error {
+	q := policy.NewQueue(f.stateDir)
+	rec, err := q.Decide(id, approved, f.person(), f.reason)
+	switch {
+	case errors.Is(err, policy.ErrUnknownRequest):
+		return exitWith(exitInvalid, "%v (run `symbi approve` to list pending requests)", err)
+	case errors.Is(err, policy.ErrAlreadyDecided):
+		return exitWith(exitInvalid, "%v", err)
+	case err != nil:
+		return exitWith(exitFailure, "%v", err)
+	}
+	verb := "denied"
+	if rec.Approved {
+		verb = "approved"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s by %s at %s\n", verb, rec.ID, rec.By, rec.At.UTC().Format(time.RFC3339))
+	return nil
+}
+
 func newApproveCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "approve",
-		Hidden: true,
+	var f approvalFlags
+	cmd := &cobra.Command{
+		Use:   "approve [ID]",
+		Short: "Approve a pending action, or list pending approval requests",
+		Long: `An agent whose action needs a person (an ask decision, or a tool with
+approval = "always") and that runs without a terminal writes a request to
+<state_dir>/approvals/ and waits. symbi approve ID lets the action run;
+symbi deny ID refuses it. With no ID, symbi approve lists pending requests.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exitWith(exitFailure, "symbi approve is not available in this build yet")
+			if len(args) == 1 {
+				return decideRequest(cmd, &f, args[0], true)
+			}
+			reqs, err := policy.NewQueue(f.stateDir).Pending()
+			if err != nil {
+				return exitWith(exitFailure, "%v", err)
+			}
+			out := cmd.OutOrStdout()
+			if len(reqs) == 0 {
+				fmt.Fprintln(out, "no pending approval requests")
+				return nil
+			}
+			for _, r := range reqs {
+				fmt.Fprintf(out, "%s  agent %s wants %s\n", r.ID, r.Agent, r.Action)
+				if len(r.Action.Arguments) > 0 {
+					fmt.Fprintf(out, "    arguments: %s\n", r.Action.Arguments)
+				}
+				if r.Reason != "" {
+					fmt.Fprintf(out, "    why asked: %s\n", r.Reason)
+				}
+				if r.RunID != "" {
+					fmt.Fprintf(out, "    run:       %s\n", r.RunID)
+				}
+				fmt.Fprintf(out, "    expires:   %s\n", r.Expires.UTC().Format(time.RFC3339))
+			}
+			return nil
 		},
 	}
+	f.add(cmd)
+	return cmd
 }

@@ -2,13 +2,18 @@ package main
 
 import "github.com/spf13/cobra"
 
-// Placeholder until the command lands; replaced by its own file's owner.
 func newDenyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "deny",
-		Hidden: true,
+	var f approvalFlags
+	cmd := &cobra.Command{
+		Use:   "deny ID",
+		Short: "Deny a pending action",
+		Long: `Refuse an action waiting in <state_dir>/approvals/ (list them with symbi
+approve). The agent sees the denial, with --reason, as an observation.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exitWith(exitFailure, "symbi deny is not available in this build yet")
+			return decideRequest(cmd, &f, args[0], false)
 		},
 	}
+	f.add(cmd)
+	return cmd
 }
