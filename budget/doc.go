@@ -1,0 +1,16 @@
+// Package budget is the accountant that enforces a plan.Budget during a run:
+// every limit (iterations, model calls, tool calls and rounds, reflection
+// attempts, plan steps, prompt/completion/total tokens, USD cost, timeout)
+// is checked before the thing it limits happens.
+//
+// Model calls are reserved before they start, with an estimate of their
+// tokens and cost, and reconciled with what the provider reported after, so
+// concurrent callers (parallel tools, best-of-N candidates sharing one
+// budget) cannot together overshoot a limit: a limit is exceeded by at most
+// what calls already in flight consume beyond their estimate. Accounting
+// saturates instead of overflowing; the first budget error is sticky and is
+// the one reported.
+//
+// This package must not import interp, the engine, builtins or any provider
+// implementation; it decides nothing about what to do when a limit is hit.
+package budget
