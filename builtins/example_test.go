@@ -2,6 +2,8 @@ package builtins
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,5 +71,41 @@ func TestResilienceExampleTools(t *testing.T) {
 	want := []string{"retry#1 error", "fallback#1 error", "retry#1 circuit_open", "fallback#1 circuit_open"}
 	if diff := cmp.Diff(want, ev.list()); diff != "" {
 		t.Errorf("recovery events (-want +got):\n%s", diff)
+	}
+}
+
+// TestMCPExampleTools runs the MCP server of examples/tools-mcp.hcl as the
+// example declares it (relative paths, started in the configuration
+// directory), applies its profile, and makes the calls its script makes.
+func TestMCPExampleTools(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed; CI installs it")
+	}
+	if _, err := os.Stat(filepath.Join(testdataDir(t), "mcp", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")); err != nil {
+		t.Skip("the npm MCP server is not installed; run: (cd testdata/mcp && npm ci --no-audit --no-fund)")
+	}
+	base, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := plan.MCPServer{
+		Address: "mcp_server.fs",
+		Command: []plan.String{plan.Lit("node"), plan.Lit("../testdata/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), plan.Lit(".")},
+		Effect:  "read",
+		Timeout: plan.Duration(30 * time.Second),
+	}
+	tb := newToolbox(t, nil, []plan.MCPServer{s}, Options{BaseDir: base})
+	visible := ApplyProfile(tb.Names(), []string{"list_*", "read_text_file", "directory_tree"}, []string{"*_with_sizes"}, 0)
+	if diff := cmp.Diff([]string{"read_text_file", "list_directory", "directory_tree", "list_allowed_directories"}, visible); diff != "" {
+		t.Errorf("profile (-want +got):\n%s", diff)
+	}
+	ctx := context.Background()
+	r, err := tb.Call(ctx, approve(t, tb, "list_directory", `{"path":"tools"}`))
+	if err != nil || !strings.Contains(r.Content, "[FILE] search_backup.sh") {
+		t.Fatalf("list_directory: %+v %v", r, err)
+	}
+	r, err = tb.Call(ctx, approve(t, tb, "read_text_file", `{"path":"tools/search_backup.sh","head":3}`))
+	if err != nil || !strings.Contains(r.Content, "backup search backend") {
+		t.Fatalf("read_text_file: %+v %v", r, err)
 	}
 }
