@@ -167,7 +167,9 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		}
 		var ee *exec.ExitError
 		switch {
-		case werr == nil:
+		case werr == nil, errors.Is(werr, exec.ErrWaitDelay):
+			// ErrWaitDelay: the tool exited 0, but a child kept its stdin
+			// open without reading the arguments; the answer stands.
 			return out, false, nil
 		case errors.As(werr, &ee):
 			code := ee.ExitCode()

@@ -157,3 +157,18 @@ func TestCommandMissingProgram(t *testing.T) {
 		t.Errorf("error %q", err)
 	}
 }
+
+func TestCommandThatIgnoresLargeArguments(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	tool := commandTool("ignore", map[string]string{"PIDFILE": pidfile}, "sh", "-c", `sleep 300 & echo $! > "$PIDFILE"; echo done`)
+	tool.Executor.Command.Dir = ""
+	tb := newToolbox(t, []plan.Tool{tool}, nil, Options{BaseDir: testdataDir(t)})
+	// 1 MiB of arguments, more than a pipe holds, that nobody reads; a child
+	// keeps stdin open.
+	big := `{"blob":"` + strings.Repeat("a", 1<<20) + `"}`
+	r, err := tb.Call(context.Background(), approve(t, tb, "ignore", big))
+	if err != nil || strings.TrimSpace(r.Content) != "done" {
+		t.Fatalf("%q %v", r.Content, err)
+	}
+	waitGone(t, pidfile, 1)
+}
