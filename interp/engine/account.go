@@ -2,27 +2,21 @@ package engine
 
 import (
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
 
 // usageOf is what the accountant has counted, as policies and results see it.
 func usageOf(a *budget.Accountant) policy.Usage {
-	u := a.Usage()
-	return policy.Usage{
-		ModelCalls:       u.ModelCalls,
-		ToolCalls:        u.ToolCalls,
-		PromptTokens:     u.PromptTokens,
-		CompletionTokens: u.CompletionTokens,
-		TotalTokens:      u.TotalTokens,
-		CostUSD:          u.CostUSD,
-	}
+	return a.Usage().Policy()
 }
 
 // remainingCost is what the router may still spend, and whether the
 // budget limits cost at all.
 func remainingCost(a *budget.Accountant) (float64, bool) {
-	return a.RemainingCostUSD()
+	c := a.Remaining().CostUSD
+	return max(c, 0), c != budget.Unlimited
 }
 
 func (r *run) pricingOf(modelAddr string) *plan.Pricing {
@@ -32,6 +26,9 @@ func (r *run) pricingOf(modelAddr string) *plan.Pricing {
 	return nil
 }
 
-// budgetInfo is the set limits of b by field name, as policies and the
-// journal's started event see them.
-func budgetInfo(b plan.Budget) map[string]any { return policy.BudgetLimits(b) }
+// budgetInfo is the set limits of b by field name, for the journal's
+// started event.
+func budgetInfo(b plan.Budget) *journal.BudgetInfo {
+	m := journal.BudgetInfo(policy.BudgetLimits(b))
+	return &m
+}

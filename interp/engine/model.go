@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/convo"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
@@ -74,13 +75,17 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		}
 	})
 	if err != nil {
-		// A call that failed may still have been billed; without usage the
-		// estimate is the honest charge only if the provider answered, so
-		// the reservation is released and the error reported.
+		// A failed call reported no usage; it still counts as a model call.
 		res.Release()
 		return provider.Response{}, fmt.Errorf("%s: %w", spec.Address, err)
 	}
-	cost := res.Commit(resp.Usage, resp.UsageKnown)
+	// The turn happened: it is journalled even when its usage overshot a
+	// limit, and the budget error is returned after.
+	budgetErr := res.Commit(resp.Usage, resp.UsageKnown)
+	cost := budget.Cost(spec.Pricing, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	if !resp.UsageKnown {
+		cost = res.Estimate().CostUSD
+	}
 	data := reasoningData{
 		ReasoningCompleteData: journal.ReasoningCompleteData{
 			Model:        spec.Address,
@@ -97,6 +102,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	}
 	if err := r.mustRecord(journal.ReasoningComplete, data); err != nil {
 		return provider.Response{}, err
+	}
+	if budgetErr != nil {
+		return provider.Response{}, budgetErr
 	}
 	return resp, nil
 }

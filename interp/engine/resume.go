@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
@@ -39,7 +40,12 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Result, error) {
 			return nil, fmt.Errorf("run %s: %w (%s)", runID, ErrRunFinished, t.Reason)
 		}
 	}
-	r, err := e.newRun(ctx, st.Agent, st.Input, RunOptions{RunID: runID, Mode: st.Mode, Depth: st.Depth, Ancestors: st.Ancestors})
+	// The budget covers the whole run, so the resumed part starts with
+	// everything the journal says was spent, including the model calls of
+	// an iteration cut short (they were paid for).
+	spent := spentBy(events)
+	ro := RunOptions{RunID: runID, Mode: st.Mode, Depth: st.Depth, Ancestors: st.Ancestors}
+	r, err := e.newRun(ctx, st.Agent, st.Input, ro)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +54,8 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Result, error) {
 	if r.mode == "simple" || r.mode == "react" || r.mode == "" {
 		r.replay(events)
 	}
+	spent.Iterations = int64(r.iter)
+	r.acct = budget.New(e.plan.Budget(r.agent.Budget), budget.WithUsed(spent), budget.WithClock(e.opts.Now))
 	if err := r.open(true); err != nil {
 		return nil, err
 	}
@@ -69,31 +77,15 @@ func startOf(events []journal.Event) (startedData, error) {
 	return startedData{}, errors.New("journal has no started event")
 }
 
-// replay rebuilds the conversation up to the last complete iteration and
-// charges the budget with what the journal records as spent, including the
-// model calls of an iteration cut short (they were paid for).
+// replay rebuilds the conversation up to the last complete iteration.
 func (r *run) replay(events []journal.Event) {
 	pending := map[int]provider.Message{}
 	for _, ev := range events {
 		switch ev.Type {
 		case journal.ReasoningComplete:
 			var d reasoningData
-			if ev.Decode(&d) != nil {
-				continue
-			}
-			pending[ev.Iteration] = d.Message
-			var pricing = r.pricingOf(d.Model)
-			if res, _, err := r.acct.ReserveModelCall(0, 0, pricing); err == nil {
-				res.Commit(d.Usage, d.UsageKnown)
-			}
-		case journal.ToolsDispatched:
-			var d journal.ToolsDispatchedData
-			if ev.Decode(&d) != nil {
-				continue
-			}
-			_ = r.acct.ToolRound()
-			for range d.Calls {
-				_ = r.acct.ToolCall()
+			if ev.Decode(&d) == nil {
+				pending[ev.Iteration] = d.Message
 			}
 		case journal.ObservationsCollected:
 			msg, ok := pending[ev.Iteration]
@@ -104,13 +96,44 @@ func (r *run) replay(events []journal.Event) {
 			if ev.Decode(&d) != nil {
 				continue
 			}
-			_ = r.acct.Iteration()
 			r.conv = append(r.conv, msg)
 			r.conv = append(r.conv, d.Messages...)
 			r.iter = ev.Iteration
 			delete(pending, ev.Iteration)
 		}
 	}
+}
+
+// spentBy adds up what a journal says a run consumed: model calls and
+// their usage, tool calls and rounds, and the time between its first and
+// last event.
+func spentBy(events []journal.Event) budget.Usage {
+	var u budget.Usage
+	for _, ev := range events {
+		switch ev.Type {
+		case journal.ReasoningComplete:
+			var d journal.ReasoningCompleteData
+			if ev.Decode(&d) != nil {
+				continue
+			}
+			u.ModelCalls++
+			u.PromptTokens += d.Usage.PromptTokens
+			u.CompletionTokens += d.Usage.CompletionTokens
+			u.TotalTokens += max(d.Usage.TotalTokens, d.Usage.PromptTokens+d.Usage.CompletionTokens)
+			u.CostUSD += d.CostUSD
+		case journal.ToolsDispatched:
+			var d journal.ToolsDispatchedData
+			if ev.Decode(&d) != nil {
+				continue
+			}
+			u.ToolRounds++
+			u.ToolCalls += int64(len(d.Calls))
+		}
+	}
+	if len(events) > 1 {
+		u.Elapsed = events[len(events)-1].Time.Sub(events[0].Time)
+	}
+	return u
 }
 
 // ResumeRun continues run runID found in stateDir: it loads the plan saved

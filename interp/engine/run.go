@@ -146,14 +146,13 @@ func (r *run) initialConversation() []provider.Message {
 }
 
 func (r *run) recordStarted(resumeAfter int64) {
-	limits := policy.BudgetLimits(r.e.plan.Budget(r.agent.Budget))
 	_ = r.record(journal.Started, startedData{
 		StartedData: journal.StartedData{
 			Agent:      r.agent.Address,
 			Mode:       r.mode,
 			Input:      r.input,
 			SourceHash: r.e.plan.SourceHash,
-			Budget:     &limits,
+			Budget:     budgetInfo(r.acct.Budget()),
 			Resume:     resumeAfter,
 		},
 		Profile:   r.profile,
