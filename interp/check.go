@@ -318,7 +318,14 @@ func kindName(k string) string {
 }
 
 func (c *compiler) checkSchema(a *hcl.Attribute, raw []byte) {
-	if err := builtins.CompileSchema(raw); err != nil {
+	// Many tools share one schema; compiling each distinct one once keeps
+	// large configurations fast.
+	err, seen := c.schemas[string(raw)]
+	if !seen {
+		err = builtins.CompileSchema(raw)
+		c.schemas[string(raw)] = err
+	}
+	if err != nil {
 		c.errorf(a.Expr.Range().Ptr(), "Invalid JSON Schema", "parameters is not a valid JSON Schema: %s.", err)
 	}
 }

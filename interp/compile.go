@@ -110,6 +110,7 @@ type compiler struct {
 	locals  map[string]*hcl.Attribute
 	reads   map[string]plan.FileRef // by path relative to baseDir
 	rel     map[string]string       // diagnostic filename -> plan filename
+	schemas map[string]error        // JSON Schema -> its compile result
 	p       *plan.Plan
 }
 
@@ -123,6 +124,7 @@ func compileSources(baseDir string, srcs []lang.Source, opts Options) (*Config, 
 		baseDir: baseDir,
 		reads:   map[string]plan.FileRef{},
 		rel:     map[string]string{},
+		schemas: map[string]error{},
 		p:       &plan.Plan{FormatVersion: plan.FormatVersion},
 	}
 	if c.ctx == nil {

@@ -1,0 +1,132 @@
+package interp
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// generated writes a configuration of n agents, each with its own tool,
+// rules policy and budget, around two shared models and a router.
+func generated(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`model "fast" {
+  provider = "openai"
+  name     = "gpt-4o-mini"
+  pricing {
+    input_usd_per_mtok  = 0.15
+    output_usd_per_mtok = 0.60
+  }
+}
+
+model "offline" {
+  provider = "scripted"
+  script   = "s.json"
+  pricing {
+    input_usd_per_mtok  = 0
+    output_usd_per_mtok = 0
+  }
+}
+
+router "balanced" {
+  models = [model.fast, model.offline]
+}
+`)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `
+tool "search_%[1]d" {
+  description = "Search corpus %[1]d"
+  parameters = {
+    type       = "object"
+    properties = { query = { type = "string" } }
+    required   = ["query"]
+  }
+  command {
+    argv = ["./search.sh", "%[1]d"]
+  }
+  effect  = "read"
+  timeout = "10s"
+}
+
+policy "rules_%[1]d" {
+  rules {
+    deny  = ["search_%[1]d:query=*secret*"]
+    allow = ["search_%[1]d", "calculator"]
+  }
+}
+
+budget "b_%[1]d" {
+  max_iterations   = 10
+  max_total_tokens = 50000
+  max_cost_usd     = 0.25
+  timeout          = "2m"
+}
+
+agent "agent_%[1]d" {
+  description = "Agent number %[1]d"
+  model       = router.balanced
+  tools       = [tool.search_%[1]d]
+  policies    = [policy.rules_%[1]d]
+  budget      = budget.b_%[1]d
+  loop {
+    mode         = "react"
+    tool_timeout = "20s"
+  }
+  context {
+    strategy     = "sliding_window"
+    token_budget = 16000
+  }
+}
+`, i)
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkCompile measures what symbi plan does (parse, decode, resolve,
+// check, build the plan and the scope, encode the canonical JSON; validate is
+// the same compilation) of generated configurations, and reports it as a ratio to
+// parsing the same bytes with hclsyntax alone ("x-parse"), both measured in
+// the same run.
+//
+//	go test -run='^$' -bench=BenchmarkCompile -benchtime=3x ./interp/
+func BenchmarkCompile(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"turns":[]}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{100, 1000, 10000} {
+		src := generated(n)
+		name := filepath.Join(dir, "main.hcl")
+		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
+			var parse, compile time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
+					b.Fatal(diags)
+				}
+				t1 := time.Now()
+				cfg, diags := compileSources(dir, []lang.Source{{Name: name, Bytes: src}}, Options{LookupEnv: noEnv})
+				if diags.HasErrors() {
+					b.Fatal(diags)
+				}
+				if _, err := plan.Encode(cfg.Plan); err != nil {
+					b.Fatal(err)
+				}
+				compile += time.Since(t1)
+				parse += t1.Sub(t0)
+			}
+			b.ReportMetric(float64(compile)/float64(parse), "x-parse")
+			b.ReportMetric(float64(compile.Microseconds())/float64(b.N)/1000, "ms-compile/op")
+			b.ReportMetric(float64(len(src))/1e6, "MB")
+		})
+	}
+}
