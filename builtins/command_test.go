@@ -81,7 +81,8 @@ func TestCommandNonZeroExit(t *testing.T) {
 }
 
 func TestCommandGigabytesAreCutAtTheCap(t *testing.T) {
-	tool := commandTool("big", nil, "./gigabytes.sh")
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	tool := commandTool("big", map[string]string{"PIDFILE": pidfile}, "./gigabytes.sh")
 	tool.MaxOutputBytes = 64 << 10
 	tb := newToolbox(t, []plan.Tool{tool}, nil, Options{BaseDir: testdataDir(t)})
 	r, err := tb.Call(context.Background(), approve(t, tb, "big", `{}`))
@@ -91,6 +92,7 @@ func TestCommandGigabytesAreCutAtTheCap(t *testing.T) {
 	if !r.Truncated || len(r.Content) != 64<<10 || strings.Trim(r.Content, "x") != "" {
 		t.Errorf("truncated=%v len=%d", r.Truncated, len(r.Content))
 	}
+	waitGone(t, pidfile, 2)
 }
 
 func TestCommandHangIsKilledWithItsGroup(t *testing.T) {
