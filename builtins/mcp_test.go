@@ -24,6 +24,9 @@ import (
 // is tested against a real process.
 func TestMain(m *testing.M) {
 	if os.Getenv("SYMBI_TEST_MCP_SERVER") == "stdio" {
+		if f := os.Getenv("PIDFILE"); f != "" {
+			os.WriteFile(f, []byte(fmt.Sprintln(os.Getpid())), 0o644)
+		}
 		if err := testMCPServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -264,4 +267,15 @@ func TestMCPFilesystemServerFromNPM(t *testing.T) {
 	if !processGone(pid) {
 		t.Errorf("node server %d still running after Close", pid)
 	}
+}
+
+func TestFailedToolboxStopsItsServers(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	s := stdioServer(t)
+	s.Env["PIDFILE"] = plan.Lit(pidfile)
+	_, err := NewToolbox(context.Background(), []plan.Tool{builtinTool("shell")}, []plan.MCPServer{s}, Options{})
+	if err == nil {
+		t.Fatal("a toolbox with an unknown builtin was built")
+	}
+	waitGone(t, pidfile, 1)
 }

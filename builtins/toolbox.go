@@ -123,7 +123,7 @@ type Toolbox struct {
 // server's tools keep their own names, or become "<server>__<tool>" when the
 // name is taken (by a configured tool or an earlier server). Every tool of
 // every server passed joins the toolbox. Close stops the servers.
-func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer, opts Options) (*Toolbox, error) {
+func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer, opts Options) (_ *Toolbox, err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -142,10 +142,9 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		cache:       newResultCache(1024),
 		llmAttempts: map[string]int{},
 	}
-	var err error
 	defer func() {
 		if err != nil {
-			tb.Close()
+			tb.Close() // no server outlives a toolbox that failed to build
 		}
 	}()
 	byServer := map[string]*mcpSession{}
@@ -165,15 +164,13 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 			return nil, fmt.Errorf("%s: %w", t.Address, err)
 		}
 		if _, dup := tb.tools[e.info.Name]; dup {
-			err = fmt.Errorf("%s: duplicate tool name %q", t.Address, e.info.Name)
-			return nil, err
+			return nil, fmt.Errorf("%s: duplicate tool name %q", t.Address, e.info.Name)
 		}
 		tb.add(e)
 	}
 	for _, sess := range tb.sessions {
-		ents, eerr := sess.entries()
-		if eerr != nil {
-			err = eerr
+		ents, err := sess.entries()
+		if err != nil {
 			return nil, err
 		}
 		for _, e := range ents {
@@ -181,8 +178,7 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 				e.info.Name = sess.name + "__" + e.info.Name
 			}
 			if _, taken := tb.tools[e.info.Name]; taken {
-				err = fmt.Errorf("%s: tool name %q is taken twice", sess.address, e.info.Name)
-				return nil, err
+				return nil, fmt.Errorf("%s: tool name %q is taken twice", sess.address, e.info.Name)
 			}
 			tb.add(e)
 		}
