@@ -154,6 +154,7 @@ func runRegoTests(ctx context.Context, address string, o *OPA) []TestResult {
 			r.Location = fmt.Sprintf("%s:%d", res.Location.File, res.Location.Row)
 		}
 		switch {
+		case res.Skip:
 		case res.Error != nil:
 			r.Message = res.Error.Error()
 		case res.Fail:

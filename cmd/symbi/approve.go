@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -80,7 +82,12 @@ symbi deny ID refuses it. With no ID, symbi approve lists pending requests.`,
 			for _, r := range reqs {
 				fmt.Fprintf(out, "%s  agent %s wants %s\n", r.ID, r.Agent, r.Action)
 				if len(r.Action.Arguments) > 0 {
-					fmt.Fprintf(out, "    arguments: %s\n", r.Action.Arguments)
+					var args bytes.Buffer
+					if json.Compact(&args, r.Action.Arguments) != nil {
+						args.Reset()
+						args.Write(r.Action.Arguments)
+					}
+					fmt.Fprintf(out, "    arguments: %s\n", args.Bytes())
 				}
 				if r.Reason != "" {
 					fmt.Fprintf(out, "    why asked: %s\n", r.Reason)
