@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"strings"
 
@@ -79,17 +78,6 @@ func pathArg(args []string) string {
 	return "."
 }
 
-func summary(diags hcl.Diagnostics) string {
-	var e, w int
-	for _, d := range diags {
-		if d.Severity == hcl.DiagError {
-			e++
-		} else {
-			w++
-		}
-	}
-	return fmt.Sprintf("%d error(s), %d warning(s)", e, w)
-}
 
 // singleDashLongFlags rewrites -json to --json (and -out=x to --out=x) when
 // the command being run has a long flag of that name, so the Go-style single

@@ -25,11 +25,10 @@ Exit status: 0 valid, 2 invalid.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON {
-				cfg, diags, err := compileConfig(cmd, pathArg(args), true)
+				_, diags, err := compileConfig(cmd, pathArg(args), true)
 				if err != nil {
 					return err
 				}
-				_ = cfg
 				if err := writeJSONDiags(cmd.OutOrStdout(), diags); err != nil {
 					return err
 				}
@@ -43,11 +42,19 @@ Exit status: 0 valid, 2 invalid.`,
 				return err
 			}
 			p := cfg.Plan
-			fmt.Fprintf(cmd.OutOrStdout(), "The configuration is valid: %d agent(s), %d tool(s), %d polic(ies).\n", len(p.Agents), len(p.Tools), len(p.Policies))
+			fmt.Fprintf(cmd.OutOrStdout(), "The configuration is valid: %s, %s, %s.\n",
+				count(len(p.Agents), "agent", "agents"), count(len(p.Tools), "tool", "tools"), count(len(p.Policies), "policy", "policies"))
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print diagnostics as JSON (file, line, column) for editors")
 	addVarFlags(cmd)
 	return cmd
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
