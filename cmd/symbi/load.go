@@ -78,7 +78,6 @@ func pathArg(args []string) string {
 	return "."
 }
 
-
 // singleDashLongFlags rewrites -json to --json (and -out=x to --out=x) when
 // the command being run has a long flag of that name, so the Go-style single
 // dash that the documentation uses works with cobra.
