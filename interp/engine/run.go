@@ -246,7 +246,7 @@ func (r *run) classify(ctx, parent context.Context, err error) Termination {
 		return exceeded(ex, err)
 	case ctx.Err() != nil && parent.Err() == nil:
 		if errors.As(context.Cause(ctx), &ex) {
-			return exceeded(ex, err)
+			return exceeded(ex, ex)
 		}
 		return Termination{Reason: TimedOut, Limit: "timeout", Detail: err.Error(), Err: err}
 	case errors.As(err, &den):
