@@ -1,0 +1,441 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/interp"
+	"github.com/symbi-dev/symbi/journal"
+)
+
+func bonStatusList(cs []Candidate) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c.Status)
+	}
+	return out
+}
+
+func TestBestOfNExampleMajorityVote(t *testing.T) {
+	cfg, diags := interp.Compile("../../examples/best_of_n.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	e, rec := newEngine(t, cfg.Plan, cfg.BaseDir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "What is 6 * 7? Answer with the number only.", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != Completed || res.Answer != "42" {
+		t.Fatalf("termination %s, answer %q", res.Termination, res.Answer)
+	}
+	want := []string{"eligible", "eligible", "eligible", "rejected", "eligible"}
+	if got := bonStatusList(res.Candidates); !slices.Equal(got, want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	if res.Selected == nil || res.Selected.Index != 0 || res.Selected.Key != "42" {
+		t.Fatalf("selected %+v", res.Selected)
+	}
+	if res.Usage.ModelCalls != 5 {
+		t.Errorf("aggregate model calls %d, want 5", res.Usage.ModelCalls)
+	}
+	for i, c := range res.Candidates {
+		if c.Usage.ModelCalls != 1 {
+			t.Errorf("candidate %d usage %+v, want its own single call", i, c.Usage)
+		}
+	}
+
+	evs := journalOf(t, e, res.RunID)
+	types := eventTypes(evs)
+	if types[0] != journal.Started || types[len(types)-1] != journal.Terminated {
+		t.Fatalf("journal %v", types)
+	}
+	count := map[string]int{}
+	for _, ty := range types {
+		count[ty]++
+	}
+	if count[journal.CandidateStarted] != 5 || count[journal.CandidateFinished] != 5 || count[journal.CandidateScored] != 5 || count[journal.CandidateSelected] != 1 {
+		t.Errorf("candidate events %v", count)
+	}
+	if count[journal.ReasoningComplete] != 0 {
+		t.Errorf("candidates wrote their turns into the parent journal: %v", types)
+	}
+	var sel journal.CandidateSelectedData
+	var term journal.TerminatedData
+	for _, ev := range evs {
+		switch ev.Type {
+		case journal.CandidateSelected:
+			if err := ev.Decode(&sel); err != nil {
+				t.Fatal(err)
+			}
+		case journal.Terminated:
+			if err := ev.Decode(&term); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if sel.Votes != 3 || sel.Key != "42" || term.Answer != "42" || term.Reason != "completed" {
+		t.Errorf("selected %+v, terminated %+v", sel, term)
+	}
+	// Candidates persist nothing: the only journal is the best-of-N run's.
+	runs, err := os.ReadDir(filepath.Join(e.StateDir(), "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Errorf("%d run directories, want only the best-of-N run's", len(runs))
+	}
+	if len(rec.types()) == 0 {
+		t.Errorf("the observer saw nothing")
+	}
+}
+
+const bonAgent = `
+model "offline" {
+  provider = "scripted"
+  script   = "scripts/model.json"
+}
+
+tool "calculator" {
+  description = "Evaluate arithmetic"
+  builtin     = "calculator"
+}
+
+policy "rules" {
+  rules {
+    allow = ["calculator"]
+  }
+}
+
+agent "solver" {
+  model    = model.offline
+  tools    = [tool.calculator]
+  policies = [policy.rules]
+  loop {
+    mode = "react"
+  }
+}
+`
+
+func TestBestOfNIsolationBlocksToolCalls(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+best_of_n "answer" {
+  agent        = agent.solver
+  candidates   = 2
+  side_effects = "isolate"
+  vary {
+    temperature = candidate.index
+  }
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [
+  {"when_temperature": 0, "tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "6 * 7"}}]},
+  {"when": "side effects blocked", "content": "I could not calculate."},
+  {"when_temperature": 1, "content": "42"}
+]}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "best_of_n.answer", "6 * 7?", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"side_effect_blocked", "eligible"}) {
+		t.Fatalf("statuses %v", got)
+	}
+	if !strings.Contains(res.Candidates[0].Error.Error(), "calculator") {
+		t.Errorf("blocked candidate error %v", res.Candidates[0].Error)
+	}
+	if res.Answer != "42" || res.Selected.Index != 1 {
+		t.Errorf("answer %q from %+v", res.Answer, res.Selected)
+	}
+}
+
+func TestBestOfNReadOnlyAllowsReads(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+best_of_n "answer" {
+  agent        = agent.solver
+  candidates   = 1
+  side_effects = "read_only"
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [
+  {"tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "6 * 7"}}]},
+  {"when": "^42$", "content": "It is 42."}
+]}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "6 * 7?", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != Completed || res.Answer != "It is 42." {
+		t.Fatalf("termination %s answer %q candidates %+v", res.Termination, res.Answer, res.Candidates)
+	}
+	if res.Candidates[0].Usage.ModelCalls != 2 {
+		t.Errorf("candidate usage %+v", res.Candidates[0].Usage)
+	}
+}
+
+func TestBestOfNJudgeHighestScore(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+model "judge" {
+  provider = "scripted"
+  script   = "scripts/judge.json"
+}
+
+agent "judge" {
+  model = model.judge
+  loop {
+    mode = "simple"
+  }
+}
+
+best_of_n "answer" {
+  agent           = agent.solver
+  candidates      = 3
+  max_concurrency = 3
+  minimum_score   = 0.5
+  vary {
+    temperature = candidate.index
+  }
+  scorer {
+    judge = agent.judge
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [
+  {"when_temperature": 0, "content": "Forty-two, I think."},
+  {"when_temperature": 1, "content": "6 * 7 = 42"},
+  {"when_temperature": 2, "content": "Ignore the task."}
+]}`,
+		"scripts/judge.json": `{"turns": [
+  {"when": "Forty-two, I think", "content": "{\"score\": 0.7, \"rationale\": \"right but vague\"}"},
+  {"when": "6 \\* 7 = 42", "content": "{\"score\": 0.95, \"accepted\": true, \"rationale\": \"right and shows the work\"}"},
+  {"when": "Ignore the task", "content": "{\"score\": 0.9, \"accepted\": false, \"rationale\": \"off task\"}"}
+]}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "What is 6 * 7?", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"eligible", "eligible", "rejected"}) {
+		t.Fatalf("statuses %v (%+v)", got, res.Candidates)
+	}
+	if res.Answer != "6 * 7 = 42" || res.Selected.Score != 0.95 || res.Selected.Rationale != "right and shows the work" {
+		t.Fatalf("selected %+v", res.Selected)
+	}
+	for _, c := range res.Candidates {
+		if c.ScorerUsage.ModelCalls != 1 {
+			t.Errorf("candidate %d scorer usage %+v", c.Index, c.ScorerUsage)
+		}
+	}
+	if res.Usage.ModelCalls != 6 {
+		t.Errorf("aggregate usage %+v, want 3 generations and 3 judgements", res.Usage)
+	}
+}
+
+func TestBestOfNCommandScorer(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+best_of_n "answer" {
+  agent      = agent.solver
+  candidates = 2
+  vary {
+    temperature = candidate.index
+  }
+  scorer {
+    command {
+      argv = ["./score.sh", "bonus"]
+      env  = { WEIGHT = "0.5" }
+    }
+  }
+}
+`,
+		"score.sh": "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in\n  *'\"content\":\"42\"'*) echo \"{\\\"score\\\": $WEIGHT, \\\"rationale\\\": \\\"$1\\\"}\" ;;\n  *) echo 0.1 ;;\nesac\n",
+		"scripts/model.json": `{"turns": [
+  {"when_temperature": 0, "content": "41"},
+  {"when_temperature": 1, "content": "42"}
+]}`,
+	}.compile(t)
+	if err := os.Chmod(filepath.Join(dir, "score.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newEngine(t, p, dir, func(o *Options) {
+		o.LookupEnv = func(k string) (string, bool) {
+			if k == "PATH" {
+				return os.Getenv("PATH"), true
+			}
+			return "", false
+		}
+	})
+	res, err := e.BestOfN(context.Background(), "answer", "6 * 7?", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != Completed || res.Answer != "42" {
+		t.Fatalf("termination %s answer %q candidates %+v", res.Termination, res.Answer, res.Candidates)
+	}
+	if c := res.Candidates[1]; c.Score != 0.5 || c.Rationale != "bonus" {
+		t.Errorf("candidate 1 %+v", c)
+	}
+	if c := res.Candidates[0]; c.Score != 0.1 {
+		t.Errorf("candidate 0 %+v", c)
+	}
+}
+
+func TestBestOfNScoreFromCommand(t *testing.T) {
+	for out, want := range map[string]float64{"0.25\n": 0.25, " 3 ": 3, `{"score": 0.5}`: 0.5, "-1": -1} {
+		s := scoreFromCommand(out)
+		if s.Err != nil || s.Score != want || !s.Accepted {
+			t.Errorf("scoreFromCommand(%q) = %+v", out, s)
+		}
+	}
+	if s := scoreFromCommand(`{"score": 1, "accepted": false}`); s.Err != nil || s.Accepted {
+		t.Errorf("accepted false was ignored: %+v", s)
+	}
+	for _, bad := range []string{"", "high", "0.5 0.6", `{"nope": 1}`, "NaN"} {
+		if s := scoreFromCommand(bad); s.Err == nil {
+			t.Errorf("scoreFromCommand(%q) = %+v, want an error", bad, s)
+		}
+	}
+}
+
+func TestBestOfNAggregateBudgetStopsTheRun(t *testing.T) {
+	// Each candidate is estimated at one model call but uses two (a tool
+	// call, then the answer). With room for four calls, two candidates run;
+	// the third cannot be funded, so the whole run stops with no selection.
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+budget "bon" {
+  max_model_calls = 4
+}
+
+best_of_n "answer" {
+  agent           = agent.solver
+  candidates      = 4
+  max_concurrency = 1
+  side_effects    = "allow"
+  budget          = budget.bon
+  estimate {
+    model_calls_per_candidate  = 1
+    total_tokens_per_candidate = 100
+  }
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [
+  {"when": "6", "tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "6 * 7"}}]},
+  {"when": "^42$", "content": "42"}
+], "on_exhausted": "repeat_last"}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "6 * 7?", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != BudgetExceeded || res.Termination.Limit != "max_model_calls" {
+		t.Fatalf("termination %s", res.Termination)
+	}
+	if !errors.Is(res.Termination.Err, &budget.Exceeded{Limit: budget.MaxModelCalls}) {
+		t.Errorf("termination error %v", res.Termination.Err)
+	}
+	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"eligible", "eligible", "budget_exceeded", "skipped"}) {
+		t.Fatalf("statuses %v", got)
+	}
+	if res.Selected != nil || res.Answer != "" {
+		t.Errorf("a stopped run selected %+v", res.Selected)
+	}
+	if res.Usage.ModelCalls > 4 {
+		t.Errorf("aggregate budget overspent: %+v", res.Usage)
+	}
+}
+
+func TestBestOfNPreflightRefusesBeforeAnyCandidate(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+budget "small" {
+  max_model_calls = 2
+}
+best_of_n "answer" {
+  agent      = agent.solver
+  candidates = 1
+  budget     = budget.small
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [{"content": "42"}]}`,
+	}.compile(t)
+	// The compiler checks the same rule; make the plan ask for more than
+	// fits, as a plan edited after compiling could.
+	p.BestOfN[0].Candidates = 3
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != BudgetExceeded || res.Termination.Limit != "max_model_calls" {
+		t.Fatalf("termination %s", res.Termination)
+	}
+	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"skipped", "skipped", "skipped"}) {
+		t.Errorf("statuses %v", got)
+	}
+}
+
+func TestBestOfNVaryUnsupportedField(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+best_of_n "answer" {
+  agent      = agent.solver
+  candidates = 2
+  vary {
+    seed = candidate.index
+  }
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [{"content": "42"}], "on_exhausted": "repeat_last"}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != Failed || !errors.Is(res.Termination.Err, ErrNoEligibleCandidate) {
+		t.Fatalf("termination %s", res.Termination)
+	}
+	for _, c := range res.Candidates {
+		if c.Status != StatusGenerationFailed || !strings.Contains(c.Error.Error(), "seed") {
+			t.Errorf("candidate %+v", c)
+		}
+	}
+}
+
+func TestBestOfNUnknownBlock(t *testing.T) {
+	p, dir := fixture{"main.hcl": bonAgent, "scripts/model.json": `{"turns": [{"content": "42"}]}`}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	if _, err := e.BestOfN(context.Background(), "nope", "x", RunOptions{}); !errors.Is(err, ErrUnknownBestOfN) {
+		t.Fatalf("err = %v", err)
+	}
+}

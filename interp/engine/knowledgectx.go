@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/knowledge"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+// knowledgeMarker starts the message that carries recalled facts, so the
+// next injection replaces it instead of piling up.
+const knowledgeMarker = "[knowledge] "
+
+// ErrNoKnowledgeStore is returned when an agent names a knowledge store the
+// engine cannot open for it.
+var ErrNoKnowledgeStore = errors.New("knowledge store not available")
+
+// knowledgeStore returns the shared store of the agent's knowledge block.
+// The engine opens each store once (bbolt holds a lock on the file) and
+// shares it with the recall_knowledge and store_knowledge tools.
+func (r *run) knowledgeStore() (builtins.KnowledgeStore, error) {
+	k := r.agent.Knowledge
+	if k == nil || k.Store == "" {
+		return nil, nil
+	}
+	if m, ok := any(r.e).(interface {
+		knowledgeStore(addr string) (builtins.KnowledgeStore, error)
+	}); ok {
+		s, err := m.knowledgeStore(k.Store)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k.Store, err)
+		}
+		if s != nil {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNoKnowledgeStore, k.Store)
+}
+
+// injectKnowledge recalls the facts relevant to the task and the latest
+// observation before a reasoning step and puts them in one system message
+// after the system prompt, replacing the previous step's. No relevant fact
+// removes the message.
+func (r *run) injectKnowledge(ctx context.Context) error {
+	k := r.agent.Knowledge
+	if k == nil || k.Store == "" {
+		return nil
+	}
+	store, err := r.knowledgeStore()
+	if err != nil {
+		return err
+	}
+	query := knowledgeQuery(r.input, r.conv)
+	facts, err := store.Recall(ctx, query, k.MaxContextItems, k.RelevanceThreshold)
+	if err != nil {
+		return fmt.Errorf("%s: recall: %w", k.Store, err)
+	}
+	r.conv = withKnowledge(r.conv, formatFacts(facts))
+	if len(facts) == 0 {
+		return nil
+	}
+	data := journal.KnowledgeInjectedData{Store: k.Store, Query: query, Facts: make([]string, len(facts))}
+	for i, f := range facts {
+		data.Facts[i] = f.Text()
+	}
+	return r.record(journal.KnowledgeInjected, data)
+}
+
+// persistKnowledge stores a completed run's answer as a fact when the agent
+// asks for it (auto_persist): the task as subject, "was answered with" as
+// predicate, the answer as object. A run that persists nothing (a best-of-N
+// candidate) writes no knowledge either.
+func (r *run) persistKnowledge(ctx context.Context) error {
+	k := r.agent.Knowledge
+	if k == nil || k.Store == "" || !k.AutoPersist || r.ro.NoJournal || strings.TrimSpace(r.answer) == "" {
+		return nil
+	}
+	store, err := r.knowledgeStore()
+	if err != nil {
+		return err
+	}
+	f := knowledge.Fact{
+		Subject:    peClip(strings.TrimSpace(r.input), 500),
+		Predicate:  "was answered with",
+		Object:     peClip(strings.TrimSpace(r.answer), 4000),
+		Confidence: autoPersistConfidence,
+		Source:     r.agent.Address + " run " + r.id,
+	}
+	if err := store.Put(ctx, f); err != nil {
+		return fmt.Errorf("%s: persist: %w", k.Store, err)
+	}
+	return nil
+}
+
+// autoPersistConfidence is what an answer stored by auto_persist is
+// believed with: a model's answer is a claim, not a verified fact, so it
+// ranks below facts a person or a tool stored with certainty.
+const autoPersistConfidence = 0.6
+
+// knowledgeQuery is what recall searches for: the task, plus the latest
+// tool observation when there is one (it says what the step is about).
+func knowledgeQuery(input string, conv []provider.Message) string {
+	q := input
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == provider.ToolRole {
+			q += "\n" + peClip(conv[i].Content, 1000)
+			break
+		}
+		if conv[i].Role == provider.User {
+			break
+		}
+	}
+	return q
+}
+
+func formatFacts(facts []knowledge.Scored) string {
+	if len(facts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(knowledgeMarker)
+	b.WriteString("Facts from the knowledge store that may be relevant (confidence in brackets):\n")
+	for _, f := range facts {
+		fmt.Fprintf(&b, "- %s [%.2f]\n", f.Text(), f.Confidence)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// withKnowledge replaces the previous knowledge message with text (or
+// removes it when text is empty). A new one goes after the leading system
+// messages, where context fitting always keeps it.
+func withKnowledge(conv []provider.Message, text string) []provider.Message {
+	out := make([]provider.Message, 0, len(conv)+1)
+	for _, m := range conv {
+		if m.Role == provider.System && strings.HasPrefix(m.Content, knowledgeMarker) {
+			continue
+		}
+		out = append(out, m)
+	}
+	if text == "" {
+		return out
+	}
+	at := 0
+	for at < len(out) && out[at].Role == provider.System {
+		at++
+	}
+	msg := provider.Message{Role: provider.System, Content: text}
+	return append(out[:at], append([]provider.Message{msg}, out[at:]...)...)
+}
