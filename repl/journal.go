@@ -1,0 +1,245 @@
+package repl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// journal prints a run's timeline from its journal file: the latest run's,
+// or the one named (by its id or a unique prefix of it).
+func (s *Session) journal(_ context.Context, c call) (string, hcl.Diagnostics) {
+	sd := s.stateDir()
+	runs, err := journal.ListRuns(sd)
+	if err != nil {
+		return "", errorAt(c.nameRng, "Cannot list runs", "%v", err)
+	}
+	if len(runs) == 0 {
+		return fmt.Sprintf("No runs in %s yet; :run or :step an agent first.\n", sd), nil
+	}
+	run := runs[0]
+	if c.args != "" {
+		id, rng, _, _ := c.word()
+		var found []journal.RunSummary
+		for _, r := range runs {
+			if r.ID == id {
+				found = []journal.RunSummary{r}
+				break
+			}
+			if strings.HasPrefix(r.ID, id) {
+				found = append(found, r)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return "", errorAt(rng, "No such run", "There is no run %s in %s; :journal without an id shows the latest.", id, sd)
+		case 1:
+			run = found[0]
+		default:
+			return "", errorAt(rng, "Ambiguous run id", "%d runs start with %s; give more of the id.", len(found), id)
+		}
+	}
+	evs, err := journal.ReadFile(journal.Path(sd, run.ID))
+	if err != nil {
+		return "", errorAt(c.nameRng, "Cannot read the journal", "%v", err)
+	}
+	return Timeline(evs), nil
+}
+
+// Timeline renders a run's events, one line each: time since the start,
+// sequence number, iteration, event type and what happened.
+func Timeline(evs []journal.Event) string {
+	if len(evs) == 0 {
+		return "(empty journal)\n"
+	}
+	sum := journal.Summarize(evs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s  %s  %s", sum.ID, sum.Agent, sum.Status)
+	if sum.Limit != "" {
+		fmt.Fprintf(&b, " (%s)", sum.Limit)
+	}
+	fmt.Fprintf(&b, ", %s\n", usageLine(sum.Iterations, sum.Usage))
+	w := newTable(&b)
+	start := evs[0].Time
+	for _, ev := range evs {
+		fmt.Fprintf(w, "  +%s\t#%d\titer %d\t%s\t%s\n", roundDuration(ev.Time.Sub(start)), ev.Seq, ev.Iteration, ev.Type, describeEvent(ev))
+	}
+	w.Flush()
+	return b.String()
+}
+
+// usageLine summarises what a run consumed.
+func usageLine(iterations int, u policy.Usage) string {
+	return fmt.Sprintf("%s, %s, %s, %d tokens, $%.4f",
+		plural(iterations, "iteration"), plural(int(u.ModelCalls), "model call"), plural(int(u.ToolCalls), "tool call"), u.TotalTokens, u.CostUSD)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// describeEvent says in one line what an event records.
+func describeEvent(ev journal.Event) string {
+	switch ev.Type {
+	case journal.Started:
+		var d journal.StartedData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("%s, mode %s, input %s", d.Agent, d.Mode, quoteShort(d.Input))
+		}
+	case journal.ModelRouted:
+		var d journal.ModelRoutedData
+		if ev.Decode(&d) == nil {
+			s := d.Model
+			if d.Router != "" {
+				s += " by " + d.Router
+			}
+			if d.Reason != "" {
+				s += ": " + d.Reason
+			}
+			return s
+		}
+	case journal.ReasoningComplete:
+		var d journal.ReasoningCompleteData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("%s proposes %s", d.Model, actionsLine(d.Actions))
+		}
+	case journal.PolicyEvaluated:
+		var d journal.PolicyEvaluatedData
+		if ev.Decode(&d) == nil {
+			var parts []string
+			for _, g := range d.Decisions {
+				parts = append(parts, actionName(g.Action)+": "+decisionLine(g.Decision))
+			}
+			return strings.Join(parts, "; ")
+		}
+	case journal.ApprovalRequested:
+		var d journal.ApprovalRequestedData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("%s %s waits for a person: %s", d.Tool, d.Arguments, d.Reason)
+		}
+	case journal.ApprovalDecided:
+		var d journal.ApprovalDecidedData
+		if ev.Decode(&d) == nil {
+			verdict := "denied"
+			if d.Approved {
+				verdict = "approved"
+			}
+			return fmt.Sprintf("%s %s by %s %s", d.Tool, verdict, d.By, d.Reason)
+		}
+	case journal.ToolsDispatched:
+		var d journal.ToolsDispatchedData
+		if ev.Decode(&d) == nil {
+			var parts []string
+			for _, c := range d.Calls {
+				parts = append(parts, fmt.Sprintf("%s %s", c.Tool, c.Arguments))
+			}
+			return strings.Join(parts, ", ")
+		}
+	case journal.ToolResult:
+		var d journal.ToolResultData
+		if ev.Decode(&d) == nil {
+			if d.Error != "" {
+				return fmt.Sprintf("%s failed (%s): %s", d.Tool, d.ErrorKind, d.Error)
+			}
+			return fmt.Sprintf("%s returned %s", d.Tool, quoteShort(d.Output))
+		}
+	case journal.RecoveryTriggered:
+		var d journal.RecoveryTriggeredData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("%s %s (attempt %d) after %s", d.Tool, d.Strategy, d.Attempt, d.Error)
+		}
+	case journal.ObservationsCollected:
+		var d journal.ObservationsCollectedData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("%s (%d denied, %d errors)", plural(d.Count, "observation"), d.Denied, d.Errors)
+		}
+	case journal.Terminated:
+		var d journal.TerminatedData
+		if ev.Decode(&d) == nil {
+			s := d.Reason
+			if d.Limit != "" {
+				s += " (" + d.Limit + ")"
+			}
+			if d.Answer != "" {
+				s += ", answer " + quoteShort(d.Answer)
+			}
+			if d.Error != "" {
+				s += ": " + d.Error
+			}
+			return s
+		}
+	}
+	return quoteShort(string(ev.Data))
+}
+
+func actionsLine(as []policy.Action) string {
+	if len(as) == 0 {
+		return "nothing"
+	}
+	var parts []string
+	for _, a := range as {
+		parts = append(parts, actionText(a))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// actionText is an action with what it carries: a tool call's arguments, an
+// answer's text.
+func actionText(a policy.Action) string {
+	switch a.Type {
+	case policy.ToolCall:
+		return fmt.Sprintf("tool_call %s %s", a.Tool, compactJSON(a.Arguments))
+	case policy.Delegate:
+		return fmt.Sprintf("delegate to %s: %s", a.Target, quoteShort(a.Task))
+	case policy.Respond:
+		return "respond " + quoteShort(a.Content)
+	case policy.Terminate:
+		return "terminate " + quoteShort(a.Reason)
+	}
+	return string(a.Type)
+}
+
+// actionName names an action briefly: the tool, or the action's type.
+func actionName(a policy.Action) string {
+	if a.Type == policy.ToolCall {
+		return a.Tool
+	}
+	return string(a.Type)
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b strings.Builder
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	out, _ := json.Marshal(v)
+	b.Write(out)
+	return b.String()
+}
+
+// quoteShort quotes text for one line, cut at 120 characters.
+func quoteShort(s string) string {
+	const max = 120
+	r := []rune(s)
+	if len(r) > max {
+		return fmt.Sprintf("%q…", string(r[:max]))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// elapsedText prints a run's duration.
+func elapsedText(d time.Duration) string { return roundDuration(d).String() }
