@@ -84,3 +84,20 @@ func TestCanonicalJSON(t *testing.T) {
 		t.Error("empty arguments are {}")
 	}
 }
+
+func FuzzValidateArgs(f *testing.F) {
+	s, err := compileSchema(json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","maxLength":5},"n":{"type":"integer"}},"required":["q"]}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{`{"q":"x"}`, `{"q":1}`, `[]`, `{"q":"toolong","n":1.5}`, `{`, ``, `null`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		err := validateArgs(s, json.RawMessage(args))
+		_ = canonicalJSON(json.RawMessage(args))
+		if err == nil && !json.Valid([]byte(args)) && strings.TrimSpace(args) != "" {
+			t.Errorf("invalid JSON %q accepted", args)
+		}
+	})
+}
