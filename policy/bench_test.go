@@ -148,3 +148,14 @@ func BenchmarkOPAPreparedVsPerCall(b *testing.B) {
 	b.ReportMetric(np, "per-call-p50-ns")
 	b.ReportMetric(np/pp, "speedup-x")
 }
+
+func BenchmarkInputDocument(b *testing.B) {
+	p := benchOPAPlan()
+	in := input(p, toolCall("web_search", `{"query":"symbi"}`))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := inputValue(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,14 +1,30 @@
 // Package policy decides every action an agent proposes before it happens.
 //
-// One Gate interface, three engines (built-in rules, OPA/Rego, Cedar), and a
-// Chain that runs an agent's policies in order: a deny stops the chain, a
-// modify hands the modified action on, and when every policy is
-// not_applicable the chain applies on_no_policy. An engine error is a deny
-// (fail closed). Engines are prepared once and shared across goroutines.
+// One Gate interface, three engines — built-in rules (NewRules), OPA/Rego v1
+// (NewOPA) and Cedar (NewCedar) — each prepared once by FromPlan and safe for
+// concurrent use: a decision only builds its input and evaluates. Any engine
+// failure is a Deny whose reason carries the error (fail closed).
 //
-// The only way to obtain an Approved action is through Chain.Gate, and tool
+// A Chain runs an agent's policies in order (NewChain with []Link{Address,
+// Gate}, or ChainFromPlan): a deny stops the chain, a modify hands the
+// modified action on after its arguments pass the injected tool-schema
+// validator, an ask is remembered (a later deny still wins), and when every
+// policy is not_applicable the chain applies on_no_policy to tool calls and
+// delegations and allows respond and terminate. Chain.Gate returns a Verdict:
+// the final Decision, every policy's Decisions, and an Approved that is valid
+// only when the action may run now. When Verdict.Ask is set (an ask, or a
+// tool with approval = "always"), Chain.Resolve puts the question to an
+// Approver (TerminalApprover, or QueueApprover over the file queue in
+// <state_dir>/approvals/) and returns the Approved on a person's yes, with
+// the ApprovalRecord (who, when, how) for the journal.
+//
+// Gate and Resolve are the only ways to obtain an Approved, and tool
 // executors accept only Approved values: the phase order Reason → Gate → Act
 // is enforced by the type system.
 //
-// This package must not import interp, the engine, providers or tools.
+// RunTests and Explain hold the logic of `symbi policy test` and
+// `symbi policy eval --explain`. docs/policy.md is the user's guide.
+//
+// This package must not import interp, the engine, providers or builtins;
+// it may import plan.
 package policy
