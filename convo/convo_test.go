@@ -1,0 +1,421 @@
+package convo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/provider"
+)
+
+func sys(s string) provider.Message  { return provider.Message{Role: provider.System, Content: s} }
+func user(s string) provider.Message { return provider.Message{Role: provider.User, Content: s} }
+func asst(s string) provider.Message { return provider.Message{Role: provider.Assistant, Content: s} }
+
+func calls(names ...string) provider.Message {
+	m := provider.Message{Role: provider.Assistant}
+	for _, n := range names {
+		m.ToolCalls = append(m.ToolCalls, provider.ToolCall{ID: "id-" + n, Name: n, Arguments: `{"q":"x"}`})
+	}
+	return m
+}
+
+func result(name, content string) provider.Message {
+	return provider.Message{Role: provider.ToolRole, ToolCallID: "id-" + name, Name: name, Content: content}
+}
+
+// exchange is a tool round: the assistant calls the tools and each result
+// follows.
+func exchange(size int, names ...string) []provider.Message {
+	out := []provider.Message{calls(names...)}
+	for _, n := range names {
+		out = append(out, result(n, strings.Repeat("r", size)))
+	}
+	return out
+}
+
+func conv(parts ...any) []provider.Message {
+	var out []provider.Message
+	for _, p := range parts {
+		switch p := p.(type) {
+		case provider.Message:
+			out = append(out, p)
+		case []provider.Message:
+			out = append(out, p...)
+		}
+	}
+	return out
+}
+
+func TestMessageTokens(t *testing.T) {
+	if got := MessageTokens(user("abcd")); got != MessageOverhead+1 {
+		t.Errorf("user: %d", got)
+	}
+	// name "calc" 1, arguments {"q":"x"} (9 bytes) 3
+	if got := MessageTokens(calls("calc")); got != MessageOverhead+ToolCallOverhead+1+3 {
+		t.Errorf("tool call: %d", got)
+	}
+	// content 8 bytes 2, name "calc" 1
+	if got := MessageTokens(result("calc", "12345678")); got != MessageOverhead+2+1 {
+		t.Errorf("tool result: %d", got)
+	}
+	if got := Estimate([]provider.Message{user("abcd"), user("abcd")}); got != 2*(MessageOverhead+1) {
+		t.Errorf("Estimate: %d", got)
+	}
+}
+
+func TestWithinBudgetIsUncopied(t *testing.T) {
+	msgs := conv(sys("s"), user("u"), exchange(10, "a"), asst("done"))
+	for _, s := range []plan.ContextSettings{
+		{Strategy: SlidingWindow, TokenBudget: Estimate(msgs)},
+		{Strategy: AnchoredSummary, TokenBudget: 1 << 20},
+		{Strategy: ObservationMasking, TokenBudget: 0}, // no budget
+	} {
+		out := Fit(msgs, s)
+		if len(out) != len(msgs) || &out[0] != &msgs[0] {
+			t.Errorf("%+v: conversation within budget was copied or changed", s)
+		}
+	}
+}
+
+func TestSlidingWindow(t *testing.T) {
+	msgs := conv(sys("system"), user("task"))
+	for range 10 {
+		msgs = append(msgs, exchange(400, "search")...) // ~100 tokens a result
+	}
+	budget := MessageTokens(msgs[0]) + 3*Estimate(exchange(400, "search"))
+	out := Fit(msgs, plan.ContextSettings{Strategy: SlidingWindow, TokenBudget: budget})
+	want := conv(sys("system"), exchange(400, "search"), exchange(400, "search"), exchange(400, "search"))
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if Estimate(out) > budget {
+		t.Errorf("estimate %d over budget %d", Estimate(out), budget)
+	}
+}
+
+func TestLastExchangeAlwaysKept(t *testing.T) {
+	msgs := conv(sys("system"), user("task"), exchange(4000, "a", "b"))
+	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary, "unknown"} {
+		out := Fit(msgs, plan.ContextSettings{Strategy: strategy, TokenBudget: 10, Recent: 0})
+		if got := out[len(out)-3:]; !cmp.Equal(got, msgs[2:]) {
+			t.Errorf("%s: last exchange not kept whole: %v", strategy, got)
+		}
+		if !cmp.Equal(out[0], msgs[0]) {
+			t.Errorf("%s: system message lost", strategy)
+		}
+	}
+}
+
+func TestObservationMasking(t *testing.T) {
+	msgs := conv(sys("system"), user("task"),
+		exchange(4000, "fetch"), // masked
+		exchange(4000, "fetch"), // masked
+		exchange(4000, "read"),  // recent: kept
+		asst("answer"))
+	s := plan.ContextSettings{Strategy: ObservationMasking, TokenBudget: 1500, Recent: 3}
+	in := append([]provider.Message(nil), msgs...)
+	out := Fit(msgs, s)
+	if !cmp.Equal(in, msgs) {
+		t.Fatal("Fit changed its input")
+	}
+	if len(out) != len(msgs) {
+		t.Fatalf("masking alone fits, yet %d of %d messages kept", len(out), len(msgs))
+	}
+	for i, m := range out {
+		want := msgs[i]
+		if i == 3 || i == 5 {
+			want.Content = "[observation masked: 1000 tokens]"
+		}
+		if !cmp.Equal(want, m) {
+			t.Errorf("message %d = %+v, want %+v", i, m, want)
+		}
+	}
+	if out[7].Content != msgs[7].Content {
+		t.Error("a recent tool result was masked")
+	}
+	// Fitting the fitted history again changes nothing.
+	again := Fit(out, s)
+	if !cmp.Equal(out, again) {
+		t.Errorf("refit changed a masked history:\n%s", cmp.Diff(out, again))
+	}
+
+	// When masking is not enough, the oldest groups go too.
+	tight := Fit(msgs, plan.ContextSettings{Strategy: ObservationMasking, TokenBudget: 1100, Recent: 3})
+	if Estimate(tight) > 1100 || !cmp.Equal(tight[0], msgs[0]) || !cmp.Equal(tight[len(tight)-1], msgs[len(msgs)-1]) {
+		t.Errorf("tight fit: %d tokens, %v", Estimate(tight), tight)
+	}
+}
+
+func TestAnchoredSummary(t *testing.T) {
+	msgs := conv(sys("system"), user("the task"),
+		exchange(400, "calculator"),
+		asst("thinking"),
+		exchange(400, "calculator", "web_search"),
+		user("more"),
+		exchange(400, "fetch"))
+	s := plan.ContextSettings{Strategy: AnchoredSummary, TokenBudget: 200, Recent: 3}
+	out := Fit(msgs, s)
+	want := conv(sys("system"), user("the task"),
+		user("[6 earlier messages omitted: tool calls calculator x2, web_search x1]"),
+		user("more"), exchange(400, "fetch"))
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	// The conversation goes on; the next fit folds the old note into the new
+	// one, so one note covers the whole omitted history.
+	next := append(out, exchange(400, "fetch")...)
+	next = append(next, asst("x"))
+	out2 := Fit(next, s)
+	want2 := conv(sys("system"), user("the task"),
+		user("[9 earlier messages omitted: tool calls calculator x2, fetch x1, web_search x1]"),
+		exchange(400, "fetch"), asst("x"))
+	if diff := cmp.Diff(want2, out2); diff != "" {
+		t.Errorf("second fit (-want +got):\n%s", diff)
+	}
+	if got := formatNote(1, nil); got != "[1 earlier message omitted]" {
+		t.Errorf("singular note %q", got)
+	}
+}
+
+func TestAnchoredSummaryShrinksRecent(t *testing.T) {
+	msgs := conv(sys("system"), user("task"), exchange(4000, "a"), exchange(4000, "b"), exchange(4000, "c"))
+	out := Fit(msgs, plan.ContextSettings{Strategy: AnchoredSummary, TokenBudget: 1100, Recent: 6})
+	want := conv(sys("system"), user("task"), user("[4 earlier messages omitted: tool calls a x1, b x1]"), exchange(4000, "c"))
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestOrphansDropped(t *testing.T) {
+	msgs := conv(sys("system"), result("ghost", strings.Repeat("g", 400)), user("task"), exchange(400, "a"), exchange(400, "b"))
+	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+		out := Fit(msgs, plan.ContextSettings{Strategy: strategy, TokenBudget: Estimate(msgs) - 1, Recent: 4})
+		if err := validSequence(out); err != nil {
+			t.Errorf("%s: %v", strategy, err)
+		}
+	}
+}
+
+// validSequence checks the wire format's pairing rule: every tool message
+// answers a call of the assistant message before its run of tool messages,
+// and every call is answered.
+func validSequence(msgs []provider.Message) error {
+	var open map[string]bool
+	for i, m := range msgs {
+		if m.Role == provider.ToolRole {
+			if !open[m.ToolCallID] {
+				return fmt.Errorf("message %d: tool result %q without its call", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+			continue
+		}
+		if len(open) > 0 {
+			return fmt.Errorf("message %d: calls %v left unanswered", i, open)
+		}
+		open = nil
+		if m.Role == provider.Assistant && len(m.ToolCalls) > 0 {
+			open = map[string]bool{}
+			for _, c := range m.ToolCalls {
+				open[c.ID] = true
+			}
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("calls %v left unanswered at the end", open)
+	}
+	return nil
+}
+
+var generated = regexp.MustCompile(`^\[(observation masked: \d+ tokens|\d+ earlier messages? omitted.*)\]$`)
+
+// Random valid conversations, every strategy, many budgets: the output is a
+// valid sequence, keeps the system messages and the last exchange, is made
+// of input messages (or placeholders and notes), and respects the budget
+// whenever the parts Fit must keep fit in it.
+func TestInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tools := []string{"calculator", "web_search", "fetch", "read_file"}
+	for iter := range 400 {
+		msgs := []provider.Message{sys("you are a test")}
+		if rng.IntN(3) == 0 {
+			msgs = append(msgs, sys("second system message"))
+		}
+		msgs = append(msgs, user(strings.Repeat("u", rng.IntN(400))))
+		for range rng.IntN(30) {
+			switch rng.IntN(3) {
+			case 0:
+				msgs = append(msgs, user(strings.Repeat("q", rng.IntN(200))))
+			case 1:
+				msgs = append(msgs, asst(strings.Repeat("a", rng.IntN(200))))
+			default:
+				var names []string
+				for _, n := range tools {
+					if rng.IntN(2) == 0 {
+						names = append(names, n)
+					}
+				}
+				if len(names) == 0 {
+					names = tools[:1]
+				}
+				msgs = append(msgs, exchange(rng.IntN(2000), names...)...)
+			}
+		}
+		if err := validSequence(msgs); err != nil {
+			t.Fatalf("generator: %v", err)
+		}
+		for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+			s := plan.ContextSettings{Strategy: strategy, TokenBudget: 50 + rng.IntN(Estimate(msgs)+50), Recent: rng.IntN(8)}
+			out := Fit(msgs, s)
+			name := fmt.Sprintf("case %d %s budget %d recent %d", iter, strategy, s.TokenBudget, s.Recent)
+			if err := validSequence(out); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			c := split(msgs, estimates(msgs))
+			if !cmp.Equal(out[:c.head], msgs[:c.head]) {
+				t.Fatalf("%s: system messages not kept", name)
+			}
+			last := c.groups[len(c.groups)-1]
+			if !cmp.Equal(out[len(out)-(last.end-last.start):], msgs[last.start:last.end]) && strategy != ObservationMasking {
+				t.Fatalf("%s: last exchange not kept", name)
+			}
+			inputs := map[string]bool{}
+			for _, m := range msgs {
+				inputs[fmt.Sprint(m)] = true
+			}
+			for i, m := range out {
+				if !inputs[fmt.Sprint(m)] && !generated.MatchString(m.Content) {
+					t.Fatalf("%s: message %d is neither from the input nor generated: %+v", name, i, m)
+				}
+			}
+			must := c.headTokens + last.tokens
+			if strategy == AnchoredSummary {
+				must += c.groups[0].tokens + 40 // the first user message and a note
+			}
+			if must <= s.TokenBudget && Estimate(out) > s.TokenBudget {
+				for _, m := range out {
+					t.Logf("%d %s %q %d", MessageTokens(m), m.Role, m.Content[:min(len(m.Content), 90)], len(m.ToolCalls))
+				}
+				t.Fatalf("%s: %d tokens over budget %d", name, Estimate(out), s.TokenBudget)
+			}
+		}
+	}
+}
+
+func TestResultDoesNotAliasInput(t *testing.T) {
+	msgs := conv(sys("s"), user("task"), exchange(4000, "a"), exchange(4000, "b"))
+	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+		out := Fit(msgs, plan.ContextSettings{Strategy: strategy, TokenBudget: 1200, Recent: 2})
+		if cap(out) != len(out) {
+			t.Errorf("%s: result has spare capacity %d", strategy, cap(out)-len(out))
+		}
+		out[0].Content = "changed"
+		if msgs[0].Content != "s" {
+			t.Fatalf("%s: result shares the input's backing array", strategy)
+		}
+	}
+}
+
+// The engine replaces its history with Fit's result before every call: over
+// 1,000 iterations the history stays bounded by the budget, not by the run.
+func TestFlatOverLongRun(t *testing.T) {
+	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+		t.Run(strategy, func(t *testing.T) {
+			s := plan.ContextSettings{Strategy: strategy, TokenBudget: 4000, Recent: 6}
+			history := conv(sys("system prompt"), user("a long task"))
+			appended := 0
+			maxLen, maxCap, firstHalf := 0, 0, 0
+			for i := range 1000 {
+				if i == 500 {
+					firstHalf = maxLen
+				}
+				turn := exchange(200+i%7*300, "calculator", "web_search")
+				history = append(history, turn...)
+				appended += len(turn)
+				history = Fit(history, s)
+				if est := Estimate(history); est > s.TokenBudget {
+					t.Fatalf("iteration %d: %d tokens over %d", i, est, s.TokenBudget)
+				}
+				maxLen, maxCap = max(maxLen, len(history)), max(maxCap, cap(history))
+			}
+			// Every message costs at least MessageOverhead, so the budget
+			// bounds the length; and the second half of the run holds no
+			// more than the first.
+			if maxLen > s.TokenBudget/MessageOverhead || maxCap > 3*maxLen || maxLen > firstHalf {
+				t.Errorf("history grew: up to %d messages (%d in the first half), capacity %d", maxLen, firstHalf, maxCap)
+			}
+			if strategy == AnchoredSummary {
+				kept := len(history) - 3 // system, task, note
+				want := fmt.Sprintf("[%d earlier messages omitted: tool calls calculator x%d, web_search x%d]",
+					appended-kept, (appended-kept)/3, (appended-kept)/3)
+				if history[2].Content != want {
+					t.Errorf("note %q, want %q", history[2].Content, want)
+				}
+			}
+		})
+	}
+}
+
+func FuzzFit(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 2, 1}, 100, 3)
+	f.Add([]byte{3, 3, 3, 1, 0, 2}, 10, 0)
+	f.Fuzz(func(t *testing.T, shape []byte, budget, recent int) {
+		// Any message shapes, valid or not: Fit must not panic, must keep
+		// the leading system messages, and must not return orphan tool
+		// results it could have dropped.
+		var msgs []provider.Message
+		for i, b := range shape {
+			switch b % 5 {
+			case 0:
+				msgs = append(msgs, sys("s"))
+			case 1:
+				msgs = append(msgs, user(strings.Repeat("u", int(b))))
+			case 2:
+				msgs = append(msgs, calls(fmt.Sprint("t", i)))
+			case 3:
+				msgs = append(msgs, result(fmt.Sprint("t", i-1), strings.Repeat("r", int(b)*4)))
+			case 4:
+				msgs = append(msgs, user("[3 earlier messages omitted: tool calls x x2]"))
+			}
+		}
+		for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+			out := Fit(msgs, plan.ContextSettings{Strategy: strategy, TokenBudget: budget, Recent: recent})
+			if len(out) > len(msgs)+1 {
+				t.Fatalf("%s: grew from %d to %d messages", strategy, len(msgs), len(out))
+			}
+		}
+	})
+}
+
+func BenchmarkFit(b *testing.B) {
+	history := conv(sys("system prompt"), user("a long task"))
+	for i := range 100 {
+		history = append(history, exchange(800+i%5*400, "calculator", "web_search")...)
+	}
+	b.Run("estimate_only", func(b *testing.B) {
+		for b.Loop() {
+			Estimate(history)
+		}
+	})
+	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+		b.Run(strategy, func(b *testing.B) {
+			s := plan.ContextSettings{Strategy: strategy, TokenBudget: 8000, Recent: 6}
+			b.ReportAllocs()
+			for b.Loop() {
+				Fit(history, s)
+			}
+		})
+	}
+}
+
+func estimates(msgs []provider.Message) []int {
+	out := make([]int, len(msgs))
+	for i, m := range msgs {
+		out[i] = MessageTokens(m)
+	}
+	return out
+}
