@@ -31,7 +31,8 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 		}
 		u, err := url.Parse(raw)
 		if err != nil {
-			return "", false, fail(Error, "", fmt.Errorf("url: %w", err))
+			// The URL's text stays out of the message: it may hold a resolved secret.
+			return "", false, fail(Error, "", errors.New("url: not a valid URL"))
 		}
 		var body *bytes.Reader
 		if method == http.MethodGet || method == http.MethodDelete || method == http.MethodHead {
@@ -62,7 +63,7 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 		}
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 		if err != nil {
-			return "", false, fail(Error, "", err)
+			return "", false, fail(Error, "", redact(err))
 		}
 		if body.Len() > 0 {
 			req.Header.Set("Content-Type", "application/json")

@@ -210,3 +210,36 @@ func (fs *flakyServer) Calls() int {
 	defer fs.mu.Unlock()
 	return fs.calls
 }
+
+func TestHTTPErrorsDoNotShowResolvedSecrets(t *testing.T) {
+	srv := newFlakyServer(t, 500)
+	deferred := func(src string) plan.String { return plan.String{Deferred: &plan.Expr{Source: src}} }
+	secrets := map[string]string{
+		`env("BAD_URL")`:  "http://user:hunter2@[::1:bad/",
+		`env("GOOD_URL")`: srv.URL + "/?key=hunter2",
+		`env("TOKEN")`:    "hunter2",
+	}
+	resolve := func(s plan.String) (string, error) { return secrets[s.Deferred.Source], nil }
+	bad := httpTool("bad", "", "POST")
+	bad.Executor.HTTP.URL = deferred(`env("BAD_URL")`)
+	good := httpTool("good", "", "POST")
+	good.Executor.HTTP.URL = deferred(`env("GOOD_URL")`)
+	good.Executor.HTTP.Headers = map[string]plan.String{"X-Token": deferred(`env("TOKEN")`)}
+	tb := newToolbox(t, []plan.Tool{bad, good}, nil, Options{Resolve: resolve})
+	for _, name := range []string{"bad", "good"} {
+		_, err := tb.Call(context.Background(), approve(t, tb, name, `{}`))
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows a secret: %v", name, err)
+		}
+	}
+	failing := httpTool("failing", "", "POST")
+	failing.Executor.HTTP.URL = deferred(`env("MISSING")`)
+	tb = newToolbox(t, []plan.Tool{failing}, nil, Options{Resolve: func(plan.String) (string, error) { return "", errors.New("MISSING is not set") }})
+	_, err := tb.Call(context.Background(), approve(t, tb, "failing", `{}`))
+	if err == nil || !strings.Contains(err.Error(), "MISSING is not set") {
+		t.Errorf("resolver error: %v", err)
+	}
+}
