@@ -14,6 +14,9 @@ import (
 // it to check a policy, the engine once per run. Errors are LoadErrors
 // (errors.As) naming the file and line.
 func FromPlan(ctx context.Context, p *plan.Plan, addr string, baseDir string) (Gate, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s (no plan)", ErrUnknownPolicy, addr)
+	}
 	pol := p.Policy(addr)
 	if pol == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownPolicy, addr)
@@ -37,7 +40,10 @@ func FromPlan(ctx context.Context, p *plan.Plan, addr string, baseDir string) (G
 // order, its loop's on_no_policy, and approval = "always" for its tools that
 // say so. validate is the tool-schema check for modified arguments.
 func ChainFromPlan(ctx context.Context, p *plan.Plan, agentAddr, baseDir string, validate func(tool string, args json.RawMessage) error) (*Chain, error) {
-	ag := p.Agent(agentAddr)
+	var ag *plan.Agent
+	if p != nil {
+		ag = p.Agent(agentAddr)
+	}
 	if ag == nil {
 		return nil, fmt.Errorf("unknown agent %s", agentAddr)
 	}

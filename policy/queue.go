@@ -220,6 +220,9 @@ type QueueApprover struct {
 
 // Approve submits req and waits for `symbi approve` or `symbi deny`.
 func (a *QueueApprover) Approve(ctx context.Context, req Request) (ApprovalRecord, error) {
+	if a.Queue == nil {
+		return ApprovalRecord{}, errors.New("approval queue: no Queue set")
+	}
 	if req.ID == "" {
 		req.ID = a.newID()
 	}

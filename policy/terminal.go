@@ -3,6 +3,7 @@ package policy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -65,6 +66,9 @@ func (t *TerminalApprover) now() time.Time {
 
 // Approve prompts and waits for an answer, the timeout, or ctx.
 func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRecord, error) {
+	if t.in == nil || t.Out == nil {
+		return ApprovalRecord{}, errors.New("terminal approver: made without NewTerminalApprover")
+	}
 	t.once.Do(t.start)
 	t.mu.Lock()
 	defer t.mu.Unlock()
