@@ -1,14 +1,55 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"os"
 
-// Placeholder until the command lands; replaced by its own file's owner.
+	"github.com/spf13/cobra"
+
+	"github.com/symbi-dev/symbi/interp/engine"
+)
+
 func newResumeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "resume",
-		Hidden: true,
+	var stateDir string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:     "resume ID",
+		Example: "  symbi resume 20261202T133000Z-4f3a9c1b\n  symbi resume latest",
+		Short:   "Continue an interrupted run from its journal",
+		Long: `Continue run ID from its last complete iteration: the plan saved with the run
+is loaded (the configuration may have changed since), the conversation is
+rebuilt from the journal, and the run appends to the same journal. An
+iteration that was cut short is done again. Output and exit codes are those
+of "symbi run".`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exitWith(exitFailure, "symbi resume is not available in this build yet")
+			id, err := resolveRunID(stateDir, args[0])
+			if err != nil {
+				return err
+			}
+			ctx, stop := interruptible(cmd.Context(), cmd.ErrOrStderr())
+			defer stop()
+			out := newRunPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), jsonOut)
+			defer out.close()
+			res, err := engine.ResumeRun(ctx, stateDir, id, engine.Options{
+				LookupEnv: os.LookupEnv,
+				OnEvent:   out.event,
+				Approver:  newApprover(cmd, stateDir),
+			})
+			if err != nil {
+				if errors.Is(err, engine.ErrRunFinished) {
+					return exitWith(exitInvalid, "%v", err)
+				}
+				if ctx.Err() != nil {
+					return exitWith(exitCancelled, "cancelled")
+				}
+				return exitWith(exitFailure, "%v", err)
+			}
+			out.summary(res)
+			return terminationExit(res.Termination)
 		},
 	}
+	cmd.Flags().StringVar(&stateDir, "state-dir", defaultStateDir, "the state directory that holds the run")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
+	return cmd
 }

@@ -1,14 +1,499 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
 
-// Placeholder until the command lands; replaced by its own file's owner.
+	"github.com/spf13/cobra"
+
+	"github.com/symbi-dev/symbi/interp"
+	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+)
+
 func newRunCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "run",
-		Hidden: true,
+	var (
+		agent, bestOf, inputFile, stateDir string
+		jsonOut                            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [PATH] [INPUT]",
+		Short: "Compile a configuration (or load a saved plan) and run one agent",
+		Long: `Compile PATH (a .hcl file, a directory, or a plan saved with "symbi plan -out")
+and run one agent on INPUT. INPUT is the second argument, the file named by
+--input-file, or standard input when it is not a terminal.
+
+The answer streams to standard output; tool calls, policy decisions and
+observations go to standard error, with a summary at the end. --json prints
+one JSON event per line on standard output instead.
+
+Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
+denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
+		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exitWith(exitFailure, "symbi run is not available in this build yet")
+			path := "."
+			if len(args) > 0 {
+				path = args[0]
+			}
+			var input string
+			var haveInput bool
+			if len(args) > 1 {
+				input, haveInput = args[1], true
+			}
+			if inputFile != "" {
+				if haveInput {
+					return exitWith(exitInvalid, "give the input as an argument or with --input-file, not both")
+				}
+				b, err := os.ReadFile(inputFile)
+				if err != nil {
+					return exitWith(exitInvalid, "%v", err)
+				}
+				input, haveInput = string(b), true
+			}
+			if !haveInput {
+				if in := cmd.InOrStdin(); !isTerminal(in) {
+					b, err := io.ReadAll(in)
+					if err != nil {
+						return exitWith(exitInvalid, "reading the input: %v", err)
+					}
+					input, haveInput = strings.TrimRight(string(b), "\r\n"), len(b) > 0
+				}
+			}
+			p, baseDir, err := loadRunnable(cmd, path)
+			if err != nil {
+				return err
+			}
+			if !haveInput {
+				input, haveInput = inputVariable(p)
+			}
+			if !haveInput {
+				return exitWith(exitInvalid, "no input: give it as the second argument, with --input-file, on standard input, or as the default of a variable \"input\"")
+			}
+			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir})
 		},
 	}
+	addVarFlags(cmd)
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent to run (optional when the configuration has one)")
+	cmd.Flags().StringVar(&bestOf, "best-of", "", "run a best_of_n block instead of a single agent")
+	cmd.Flags().StringVar(&inputFile, "input-file", "", "read the input from this file")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
+	return cmd
+}
+
+// loadRunnable compiles a configuration, or reads a saved plan: a .json
+// file is a plan.
+func loadRunnable(cmd *cobra.Command, path string) (*plan.Plan, string, error) {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && strings.EqualFold(filepath.Ext(path), ".json") {
+		p, err := interp.LoadPlanFile(path)
+		if err != nil {
+			return nil, "", exitWith(exitInvalid, "%v", err)
+		}
+		return p, filepath.Dir(path), nil
+	}
+	cfg, err := loadConfig(cmd, path, false)
+	if err != nil {
+		return nil, "", err
+	}
+	return cfg.Plan, cfg.BaseDir, nil
+}
+
+// inputVariable is the value of the configuration's "input" variable, the
+// input of a run that was given none.
+func inputVariable(p *plan.Plan) (string, bool) {
+	for _, v := range p.Variables {
+		if v.Name == "input" && len(v.Value) > 0 {
+			var s string
+			if json.Unmarshal(v.Value, &s) == nil && s != "" {
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+type runRequest struct {
+	agent, bestOf, input, stateDir string
+	json                           bool
+}
+
+// bestOfRunner is the best-of-N entry point of the engine, looked up
+// dynamically so that this command builds before it exists.
+type bestOfRunner interface {
+	RunBestOfN(ctx context.Context, addr, input string, ro engine.RunOptions) (*engine.Result, error)
+}
+
+func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	ctx, stop := interruptible(cmd.Context(), stderr)
+	defer stop()
+
+	out := newRunPrinter(stdout, stderr, req.json)
+	defer out.close()
+	stateDir := req.stateDir
+	if stateDir == "" {
+		stateDir = engine.DefaultStateDir(p, baseDir)
+	}
+	e, err := engine.New(p, engine.Options{
+		BaseDir:   baseDir,
+		StateDir:  stateDir,
+		LookupEnv: os.LookupEnv,
+		OnEvent:   out.event,
+		Approver:  newApprover(cmd, stateDir),
+	})
+	if err != nil {
+		return exitWith(exitInvalid, "%v", err)
+	}
+	defer e.Close()
+
+	var res *engine.Result
+	if req.bestOf != "" {
+		bon, ok := any(e).(bestOfRunner)
+		if !ok {
+			return exitWith(exitFailure, "--best-of is not available in this build yet")
+		}
+		addr := req.bestOf
+		if !strings.HasPrefix(addr, "best_of_n.") {
+			addr = "best_of_n." + addr
+		}
+		if p.BestOfNByAddress(addr) == nil {
+			return exitWith(exitInvalid, "unknown best_of_n %q", req.bestOf)
+		}
+		res, err = bon.RunBestOfN(ctx, addr, req.input, engine.RunOptions{})
+	} else {
+		res, err = e.Run(ctx, req.agent, req.input, engine.RunOptions{})
+	}
+	if err != nil {
+		if errors.Is(err, engine.ErrUnknownAgent) {
+			return exitWith(exitInvalid, "%v", err)
+		}
+		if ctx.Err() != nil {
+			return exitWith(exitCancelled, "cancelled")
+		}
+		return exitWith(exitFailure, "%v", err)
+	}
+	out.summary(res)
+	return terminationExit(res.Termination)
+}
+
+// terminationExit maps how a run ended to the exit code; the summary has
+// already said why, so the error carries no message.
+func terminationExit(t engine.Termination) error {
+	switch t.Reason {
+	case engine.Completed:
+		return nil
+	case engine.MaxIterations, engine.BudgetExceeded, engine.TimedOut, engine.PolicyDenial:
+		return exitWith(exitStopped, "")
+	case engine.Cancelled:
+		return exitWith(exitCancelled, "")
+	}
+	return exitWith(exitFailure, "")
+}
+
+// interruptible cancels ctx on the first Ctrl-C (the run ends cleanly and
+// journals it) and exits at once on the second.
+func interruptible(parent context.Context, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "\ncancelling (press Ctrl-C again to exit now)")
+		cancel()
+		select {
+		case <-sig:
+			os.Exit(exitCancelled)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		close(done)
+		cancel()
+	}
+}
+
+// isTerminal (repl.go) says whether a reader or writer is a terminal.
+
+// newApprover is the terminal prompt when standard input is a terminal,
+// and the file queue in the state directory (answered with `symbi approve`
+// and `symbi deny`) otherwise.
+func newApprover(cmd *cobra.Command, stateDir string) policy.Approver {
+	if in := cmd.InOrStdin(); isTerminal(in) {
+		return policy.NewTerminalApprover(in, cmd.ErrOrStderr(), os.Getenv("USER"))
+	}
+	return &policy.QueueApprover{Queue: policy.NewQueue(stateDir)}
+}
+
+// jsonLine writes v as one JSON line.
+func jsonLine(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	w.Write(append(b, '\n'))
+}
+
+// runPrinter shows a run on the terminal: content on stdout as it
+// streams, a compact line per tool call, decision and observation on
+// stderr, a spinner while the model has not started answering (only when
+// stderr is a terminal), and a summary. With --json every event is one
+// line on stdout instead.
+type runPrinter struct {
+	stdout, stderr io.Writer
+	json           bool
+	spin           *spinner
+	midLine        bool // stdout's last byte was not a newline
+}
+
+func newRunPrinter(stdout, stderr io.Writer, jsonOut bool) *runPrinter {
+	p := &runPrinter{stdout: stdout, stderr: stderr, json: jsonOut}
+	if !jsonOut && isTerminal(stderr) {
+		p.spin = newSpinner(stderr)
+	}
+	return p
+}
+
+func (p *runPrinter) close() {
+	if p.spin != nil {
+		p.spin.stop()
+	}
+}
+
+// event is called by the engine, one event at a time.
+func (p *runPrinter) event(ev engine.Event) {
+	if p.json {
+		jsonLine(p.stdout, ev)
+		return
+	}
+	if p.spin != nil {
+		p.spin.pause()
+	}
+	if ev.Type == engine.ContentDelta {
+		if ev.Depth == 0 {
+			io.WriteString(p.stdout, ev.Delta)
+			p.midLine = !strings.HasSuffix(ev.Delta, "\n")
+		}
+		return
+	}
+	if line := describeEvent(ev); line != "" {
+		p.endLine()
+		fmt.Fprintf(p.stderr, "%s%s\n", strings.Repeat("  ", ev.Depth), line)
+	}
+	if p.spin != nil && waitsForModel(ev.Type) {
+		p.spin.start()
+	}
+}
+
+// endLine finishes a streamed answer's line before stderr writes, so the
+// two streams do not interleave mid-line on a terminal.
+func (p *runPrinter) endLine() {
+	if p.midLine {
+		io.WriteString(p.stdout, "\n")
+		p.midLine = false
+	}
+}
+
+func waitsForModel(typ string) bool {
+	switch typ {
+	case "started", "observations_collected", "model_routed":
+		return true
+	}
+	return false
+}
+
+// describeEvent is the compact stderr form of an event; "" hides it.
+func describeEvent(ev engine.Event) string {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	switch ev.Type {
+	case "started":
+		if n, _ := d["resume_after_seq"].(float64); n > 0 {
+			return fmt.Sprintf("↻ resuming run %s after iteration %d", ev.RunID, ev.Iteration)
+		}
+		if ev.Depth > 0 {
+			return fmt.Sprintf("▸ %s", strings.TrimPrefix(ev.Agent, "agent."))
+		}
+		return ""
+	case "model_routed":
+		line := fmt.Sprintf("⇢ %s", str("model"))
+		if rej, _ := d["rejected"].([]any); len(rej) > 0 {
+			line += fmt.Sprintf(" (%d rejected)", len(rej))
+		}
+		return line
+	case "reasoning_complete":
+		calls, _ := d["tool_calls"].([]any)
+		var parts []string
+		for _, c := range calls {
+			m, _ := c.(map[string]any)
+			name, _ := m["name"].(string)
+			args, _ := m["arguments"].(string)
+			parts = append(parts, fmt.Sprintf("→ %s %s", name, clip(args, 100)))
+		}
+		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
+	case "policy_evaluated":
+		decs, _ := d["decisions"].([]any)
+		var parts []string
+		for _, x := range decs {
+			m, _ := x.(map[string]any)
+			act, _ := m["action"].(map[string]any)
+			dec, _ := m["decision"].(map[string]any)
+			outcome, _ := dec["decision"].(string)
+			reason, _ := dec["reason"].(string)
+			pol, _ := dec["policy"].(string)
+			what, _ := act["tool"].(string)
+			if what == "" {
+				what, _ = act["type"].(string)
+			}
+			mark := "✓"
+			if outcome == "deny" {
+				mark = "✗"
+			}
+			line := fmt.Sprintf("%s %s %s", mark, outcome, what)
+			if pol != "" {
+				line += " by " + pol
+			}
+			if reason != "" && outcome != "allow" {
+				line += ": " + clip(reason, 160)
+			}
+			parts = append(parts, line)
+		}
+		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
+	case "approval_decided":
+		if b, _ := d["approved"].(bool); b {
+			return fmt.Sprintf("✓ approved %s", str("tool"))
+		}
+		return fmt.Sprintf("✗ not approved %s: %s", str("tool"), str("reason"))
+	case "tool_result":
+		if e := str("error"); e != "" {
+			return fmt.Sprintf("← %s failed (%s): %s", str("tool"), str("error_kind"), clip(e, 160))
+		}
+		return fmt.Sprintf("← %s: %s", str("tool"), clip(str("output"), 160))
+	case "recovery_triggered":
+		return fmt.Sprintf("↻ %s %s: %s", str("strategy"), str("tool"), clip(str("error"), 120))
+	case "delegation_started":
+		return fmt.Sprintf("⇒ delegate to %s: %s", strings.TrimPrefix(str("target"), "agent."), clip(str("task"), 100))
+	case "delegation_finished":
+		return fmt.Sprintf("⇐ %s %s", strings.TrimPrefix(str("target"), "agent."), str("reason"))
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// summary closes the run on stderr (or as a JSON line with --json).
+func (p *runPrinter) summary(res *engine.Result) {
+	if p.spin != nil {
+		p.spin.stop()
+	}
+	if p.json {
+		jsonLine(p.stdout, map[string]any{
+			"event": "summary", "run": res.RunID, "agent": res.Agent, "answer": res.Answer,
+			"termination": res.Termination, "iterations": res.Iterations, "usage": res.Usage,
+			"elapsed_ms": res.Elapsed.Milliseconds(),
+		})
+		return
+	}
+	p.endLine()
+	t := res.Termination
+	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s\n",
+		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD,
+		res.Elapsed.Round(1e6), res.RunID)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// spinner shows that the model is working until its first token arrives.
+// Every write to the terminal happens under mu, so a frame never lands in
+// the middle of a printed line.
+type spinner struct {
+	w      io.Writer
+	mu     sync.Mutex
+	active bool
+	shown  bool
+	frame  int
+	quit   chan struct{}
+	done   chan struct{}
+}
+
+func newSpinner(w io.Writer) *spinner {
+	s := &spinner{w: w, quit: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *spinner) loop() {
+	defer close(s.done)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if s.active {
+			fmt.Fprintf(s.w, "\r%s thinking", frames[s.frame%len(frames)])
+			s.frame++
+			s.shown = true
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *spinner) start() {
+	s.mu.Lock()
+	s.active = true
+	s.mu.Unlock()
+}
+
+// pause hides the spinner and clears its line.
+func (s *spinner) pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active = false
+	if s.shown {
+		io.WriteString(s.w, "\r\033[K")
+		s.shown = false
+	}
+}
+
+func (s *spinner) stop() {
+	s.pause()
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	<-s.done
 }
