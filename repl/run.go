@@ -116,6 +116,19 @@ func resultText(res *engine.Result) string {
 			b.WriteString("\n")
 		}
 	}
-	fmt.Fprintf(&b, "-- run %s %s: %s, %s\n", res.RunID, res.Termination, usageLine(res.Iterations, res.Usage), elapsedText(res.Elapsed))
+	fmt.Fprintf(&b, "-- run %s %s: %s, %s\n", res.RunID, terminationText(res.Termination), usageLine(res.Iterations, res.Usage), elapsedText(res.Elapsed))
 	return b.String()
+}
+
+// terminationText is how a run ended, its limit and, when it says more
+// than the reason, its detail.
+func terminationText(t engine.Termination) string {
+	s := string(t.Reason)
+	if t.Limit != "" {
+		s += " (" + t.Limit + ")"
+	}
+	if t.Detail != "" && t.Detail != string(t.Reason) {
+		s += ": " + t.Detail
+	}
+	return s
 }

@@ -126,6 +126,10 @@ func (s *Session) stepAgent(ctx context.Context, c call) (string, hcl.Diagnostic
 // nextPhase lets the stepped run go on to the end of its next phase.
 func (s *Session) nextPhase(ctx context.Context) (string, hcl.Diagnostics) {
 	st := s.step
+	if err := ctx.Err(); err != nil {
+		// Checked first: select picks at random among ready cases.
+		return "", nil
+	}
 	select {
 	case st.release <- struct{}{}:
 	case <-ctx.Done():
