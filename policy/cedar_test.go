@@ -184,3 +184,11 @@ func TestCedarExplain(t *testing.T) {
 		}
 	}
 }
+
+func TestCedarBareAskAnnotation(t *testing.T) {
+	p := cedarPlan(false, file("policies/a.cedar", "@ask\npermit (principal, action, resource);\n"))
+	d := mustGate(t, p, "policy.access").Decide(context.Background(), input(p, toolCall("web_search", `{}`)))
+	if d.Outcome != Ask || !strings.Contains(d.Reason, "policies/a.cedar#0 (policies/a.cedar:1) asks a person") {
+		t.Errorf("got %s %q", d.Outcome, d.Reason)
+	}
+}

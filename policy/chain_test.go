@@ -217,3 +217,15 @@ func TestChainConcurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+func TestChainLaterDenyBeatsAsk(t *testing.T) {
+	p := testPlan(
+		rulesPolicy("policy.ask", plan.RulesPolicy{Ask: []string{"shell"}}),
+		rulesPolicy("policy.deny", plan.RulesPolicy{Deny: []string{"shell:cmd=rm*"}}),
+	)
+	c := NewChain(links(t, p, "policy.ask", "policy.deny"), "deny", nil)
+	v := c.Gate(context.Background(), input(p, toolCall("shell", `{"cmd":"rm -r x"}`)))
+	if v.Ask || v.Decision.Outcome != Deny || v.Decision.Policy != "policy.deny" || len(v.Decisions) != 2 {
+		t.Errorf("got ask=%v %+v, want the later deny", v.Ask, v.Decision)
+	}
+}
