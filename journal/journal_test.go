@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/symbi-dev/symbi/policy"
@@ -258,11 +259,40 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// A short numeric secret must not touch the envelope: seq, timestamp and
+// run id stay readable.
+func TestRedactLeavesEnvelope(t *testing.T) {
+	dir := t.TempDir()
+	w := mustCreate(t, dir, "20261202T133000Z-2026abcd", SyncBackground)
+	w.Redact("2026", "started")
+	for range 3 {
+		if err := w.Record("agent.a", 2026, Started, map[string]any{"year": 2026, "s": "in 2026"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	evs, err := ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if len(evs) != 3 || evs[2].Type != Started || evs[2].Iteration != 2026 || evs[2].Decode(&d) != nil {
+		t.Fatalf("events %+v", evs)
+	}
+	if d["year"] != "[redacted]" || d["s"] != "in [redacted]" {
+		t.Errorf("data %v", d)
+	}
+}
+
 func TestRedactKeepsJSONValid(t *testing.T) {
 	// Secrets that look like JSON syntax must not break the line.
 	secrets := []string{`":"`, "true", `\n"x`, "null,", `"seq"`}
 	line := []byte(`{"a":"x\":\"y","b":true,"c":"\\n\"x","d":[null,null],"seq":1}` + "\n")
-	out := redact(line, secrets)
+	var r redactor
+	for _, s := range secrets {
+		r.add(s)
+	}
+	out := r.redact(line)
 	if !json.Valid(out) {
 		t.Fatalf("redacted line is not JSON: %s", out)
 	}
@@ -579,4 +609,37 @@ func readAll(r *Reader) ([]Event, error) {
 func line(seq int64, typ string) string {
 	b, _ := json.Marshal(Event{Seq: seq, Time: t0, RunID: "r", Type: typ})
 	return string(b) + "\n"
+}
+
+// FuzzRedact: whatever the value and the secret, the redacted line is valid
+// JSON and the decoded value no longer holds the secret (its placeholders
+// aside).
+func FuzzRedact(f *testing.F) {
+	f.Add("token sk-abc123 here", "sk-abc123", int64(0))
+	f.Add("x \"quoted\" <b>\n", "\"quoted\" <b>\n", int64(0))
+	f.Add("pin", "123456", int64(1234567))
+	f.Add("\u2028line\u2029", "\u2028line", int64(0))
+	f.Fuzz(func(t *testing.T, value, secret string, num int64) {
+		if len(secret) < 4 || strings.ContainsRune(secret, 0) || !utf8.ValidString(secret) || !utf8.ValidString(value) {
+			return
+		}
+		var r redactor
+		r.add(secret)
+		line, err := json.Marshal(map[string]any{"v": value, value: num, "n": num})
+		if err != nil {
+			return
+		}
+		out := r.redact(append(line, '\n'))
+		var got map[string]any
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("redacted line is not JSON: %s (%v)", out, err)
+		}
+		for k, v := range got {
+			for _, s := range []string{k, fmt.Sprint(v)} {
+				if strings.Contains(strings.ReplaceAll(s, redacted, "\x00"), secret) {
+					t.Fatalf("secret %q survives in %q", secret, out)
+				}
+			}
+		}
+	})
 }

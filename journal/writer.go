@@ -77,14 +77,14 @@ type Writer struct {
 	mode  SyncMode
 	now   func() time.Time
 
-	mu      sync.Mutex
-	f       *os.File
-	seq     int64
-	dirty   bool // written since the last sync began
-	err     error
-	closed  bool
-	secrets []string
-	buf     bytes.Buffer
+	mu       sync.Mutex
+	f        *os.File
+	seq      int64
+	dirty    bool // written since the last sync began
+	err      error
+	closed   bool
+	redactor redactor
+	buf      bytes.Buffer
 
 	kick chan struct{}
 	done chan struct{}
@@ -199,23 +199,16 @@ func (w *Writer) Seq() int64 {
 	return w.seq
 }
 
-// Redact registers secret values. From now on every occurrence of one in a
-// line (in any string, or as a bare number) is replaced by "[redacted]"
-// before the line is written. Values shorter than four bytes are ignored:
+// Redact registers secret values. From now on every occurrence of one in
+// an event's data (in any string, or as a bare number) is replaced by
+// "[redacted]" before the line is written. Values shorter than four bytes are ignored:
 // redacting "a" would shred every line and protect nothing.
 func (w *Writer) Redact(secrets ...string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range secrets {
-		if len(s) < 4 {
-			continue
-		}
-		dup := false
-		for _, have := range w.secrets {
-			dup = dup || have == s
-		}
-		if !dup {
-			w.secrets = append(w.secrets, s)
+		if len(s) >= 4 {
+			w.redactor.add(s)
 		}
 	}
 }
@@ -257,6 +250,10 @@ func (w *Writer) Append(ev Event) error {
 	if ev.RunID == "" {
 		ev.RunID = w.runID
 	}
+	// Only the data is redacted: the envelope is the writer's own (seq, time,
+	// run id, event type, agent address), and a short numeric secret must
+	// not turn a seq or a timestamp into "[redacted]".
+	ev.Data = w.redactor.redact(ev.Data)
 	w.buf.Reset()
 	enc := json.NewEncoder(&w.buf)
 	enc.SetEscapeHTML(false)
@@ -264,9 +261,6 @@ func (w *Writer) Append(ev Event) error {
 		return fmt.Errorf("journal: encoding %s event: %w", ev.Type, err)
 	}
 	line := w.buf.Bytes()
-	if len(w.secrets) > 0 {
-		line = redact(line, w.secrets)
-	}
 	if len(line) > MaxLineBytes {
 		return fmt.Errorf("journal: %s event is %d bytes, over the %d-byte line limit", ev.Type, len(line), MaxLineBytes)
 	}
