@@ -29,6 +29,24 @@ type mcpSession struct {
 	cmd     *exec.Cmd // stdio servers only
 	stderr  *tailWriter
 	tools   []*mcp.Tool
+	url     string // the resolved URL of an HTTP server, kept out of messages
+}
+
+// scrubbed is an error whose text had the server's URL taken out (it may
+// hold a resolved secret); the cause stays reachable for errors.Is/As.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+func (s *mcpSession) scrub(err error) error {
+	if err == nil || s.url == "" || !strings.Contains(err.Error(), s.url) {
+		return err
+	}
+	return &scrubbed{msg: strings.ReplaceAll(err.Error(), s.url, "<url of "+s.address+">"), err: err}
 }
 
 // connectMCP starts (stdio) or reaches (streamable HTTP) a server and lists
@@ -70,6 +88,7 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		if err != nil {
 			return nil, fmt.Errorf("%s: url: %w", s.Address, err)
 		}
+		sess.url = u
 		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: tb.opts.HTTPClient, MaxRetries: -1, DisableStandaloneSSE: true}
 	default:
 		return nil, fmt.Errorf("%s: neither command nor url", s.Address)
@@ -79,13 +98,13 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 	cs, err := client.Connect(cctx, transport, nil)
 	if err != nil {
 		sess.killGroup()
-		return nil, fail(Transport, s.Address, fmt.Errorf("connecting: %w%s", err, sess.stderrSuffix()))
+		return nil, fail(Transport, s.Address, fmt.Errorf("connecting: %w%s", sess.scrub(err), sess.stderrSuffix()))
 	}
 	sess.session = cs
 	for t, err := range cs.Tools(cctx, nil) {
 		if err != nil {
 			sess.close()
-			return nil, fail(Transport, s.Address, fmt.Errorf("listing tools: %w%s", err, sess.stderrSuffix()))
+			return nil, fail(Transport, s.Address, fmt.Errorf("listing tools: %w%s", sess.scrub(err), sess.stderrSuffix()))
 		}
 		sess.tools = append(sess.tools, t)
 	}
@@ -205,6 +224,7 @@ func (s *mcpSession) callRun(tool string) runFunc {
 			args = json.RawMessage("{}")
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		err = s.scrub(err)
 		if err != nil {
 			var we *jsonrpc.Error
 			switch {

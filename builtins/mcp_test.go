@@ -279,3 +279,13 @@ func TestFailedToolboxStopsItsServers(t *testing.T) {
 	}
 	waitGone(t, pidfile, 1)
 }
+
+func TestMCPURLStaysOutOfErrors(t *testing.T) {
+	s := plan.MCPServer{Address: "mcp_server.x", URL: plan.String{Deferred: &plan.Expr{Source: `env("MCP_URL")`}}, Timeout: plan.Duration(10 * time.Second)}
+	resolve := func(plan.String) (string, error) { return "http://127.0.0.1:1/mcp?key=hunter2", nil }
+	_, err := NewToolbox(context.Background(), nil, []plan.MCPServer{s}, Options{Resolve: resolve})
+	wantKind(t, err, Transport)
+	if strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "<url of mcp_server.x>") {
+		t.Errorf("error %v", err)
+	}
+}
