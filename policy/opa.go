@@ -82,6 +82,10 @@ func NewOPA(ctx context.Context, address string, pol plan.OPAPolicy, baseDir str
 		rego.Compiler(compiler),
 		rego.Store(o.store),
 		rego.SetRegoVersion(ast.RegoV1),
+		// A built-in that fails (to_number("x"), a bad regex) would
+		// otherwise leave its rule undefined, and a default such as
+		// not_applicable would then let the action through: fail closed.
+		rego.StrictBuiltinErrors(true),
 	).PrepareForEval(ctx)
 	if err != nil {
 		return nil, regoErrors(address, "", err)

@@ -35,6 +35,10 @@ allowed if input.context.env == "test"
 
 broken := {"decision": "maybe"}
 
+default strict := {"decision": "not_applicable"}
+
+strict := {"decision": "deny", "reason": "too big"} if to_number(input.action.arguments.size) > 10
+
 conflict := 1 if input.action.tool == "web_search"
 
 conflict := 2 if input.action.tool == "web_search"
@@ -106,6 +110,8 @@ func TestOPABooleanAndFailClosed(t *testing.T) {
 		{"data.symbi.gate.broken", toolCall("web_search", `{}`), "test", Deny, `decision "maybe" is not one of`},
 		{"data.symbi.gate.conflict", toolCall("web_search", `{}`), "test", Deny, "conflict"},
 		{"data.limits", toolCall("web_search", `{}`), "test", Deny, "unknown member"},
+		{"data.symbi.gate.strict", toolCall("web_search", `{"size":"3"}`), "test", NotApplicable, ""},
+		{"data.symbi.gate.strict", toolCall("web_search", `{"size":"huge"}`), "test", Deny, "to_number"},
 	} {
 		t.Run(tc.query+"/"+tc.env, func(t *testing.T) {
 			p := opaPlan(t, tc.query)
