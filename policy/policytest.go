@@ -139,7 +139,6 @@ func runRegoTests(ctx context.Context, address string, o *OPA) []TestResult {
 		SetStore(store).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true). // as the gate evaluates them
-
 		RunTests(ctx, nil)
 	if err != nil {
 		return []TestResult{{Name: address, Kind: "rego", Message: err.Error()}}
