@@ -1,14 +1,297 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
 
-// Placeholder until the command lands; replaced by its own file's owner.
+	"github.com/chzyer/readline"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/repl"
+)
+
 func newReplCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "repl",
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return exitWith(exitFailure, "symbi repl is not available in this build yet")
-		},
+	cmd := &cobra.Command{
+		Use:   "repl [PATH]",
+		Short: "Explore a configuration: evaluate expressions, try gates, call tools, step through runs",
+		Long: `repl loads the configuration at PATH (the current directory when it has
+.hcl files) and reads expressions and commands: an HCL expression is
+evaluated in the configuration's scope (var.x, local.y, agent.NAME.loop.mode,
+upper("a")); a line starting with ':' is a command (:help lists them).
+
+On a terminal it has line editing, history in $HOME/.symbi_history (or the
+file SYMBI_REPL_HISTORY names; set it empty to keep none), tab completion of
+commands, functions and addresses, and multi-line input while brackets are
+open. Without a terminal it reads a script from standard input, one input per
+line, and prints the results: diagnostics go to standard error and the
+session goes on after them. See docs/repl.md.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: runRepl,
+	}
+	addVarFlags(cmd)
+	return cmd
+}
+
+func runRepl(cmd *cobra.Command, args []string) error {
+	copts, err := compileOptions(cmd, false)
+	if err != nil {
+		return err
+	}
+	in, out, errOut := cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	interactive := isTerminal(in) && isTerminal(out)
+	opts := repl.Options{
+		Vars:      copts.Vars,
+		VarFiles:  copts.VarFiles,
+		LookupEnv: os.LookupEnv,
+	}
+	var rl *readline.Instance
+	if interactive {
+		rl, err = newReadline(in, out, errOut)
+		if err != nil {
+			return exitWith(exitFailure, "repl: %v", err)
+		}
+		defer rl.Close()
+		opts.Approver = &lineApprover{out: out, by: os.Getenv("USER"), read: func(prompt string) (string, error) {
+			rl.SetPrompt(prompt)
+			return rl.Readline()
+		}}
+	}
+	lines := newLineSource(in)
+	if !interactive {
+		opts.Approver = &lineApprover{out: out, by: "script", read: func(prompt string) (string, error) {
+			fmt.Fprint(out, prompt)
+			line, err := lines.next()
+			fmt.Fprintln(out, line)
+			return line, err
+		}}
+	}
+	sess := repl.New(opts)
+	defer sess.Close()
+
+	ctx := cmd.Context()
+	if path, ok := replPath(args); ok {
+		// A configuration that does not load is reported, and the session
+		// starts without it: fix the files and :reload.
+		diags := sess.Load(path)
+		repl.WriteDiagnostics(errOut, sess.Files(), diags)
+		if interactive && sess.Loaded() != "" {
+			fmt.Fprint(errOut, sess.Summary())
+		}
+	}
+	if interactive {
+		fmt.Fprintln(errOut, "symbi repl: :help for commands, Tab to complete, Ctrl-D to quit.")
+		return interactiveLoop(ctx, sess, rl, out, errOut)
+	}
+	return scriptLoop(ctx, sess, lines, out, errOut)
+}
+
+// replPath is the configuration to load: PATH, or the current directory
+// when it has .hcl files (a REPL started elsewhere starts empty, not with
+// an error).
+func replPath(args []string) (string, bool) {
+	if len(args) > 0 {
+		return args[0], true
+	}
+	matches, _ := filepath.Glob("*.hcl")
+	return ".", len(matches) > 0
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// historyFile is $SYMBI_REPL_HISTORY when set (empty: no history), else
+// $HOME/.symbi_history: one history for every configuration, like a shell's.
+func historyFile() string {
+	if p, ok := os.LookupEnv("SYMBI_REPL_HISTORY"); ok {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".symbi_history")
+}
+
+func newReadline(in io.Reader, out, errOut io.Writer) (*readline.Instance, error) {
+	cfg := &readline.Config{
+		Prompt:            "> ",
+		HistoryFile:       historyFile(),
+		HistorySearchFold: true,
+		InterruptPrompt:   "^C",
+		EOFPrompt:         ":quit",
+		Stdout:            out,
+		Stderr:            errOut,
+	}
+	if rc, ok := in.(io.ReadCloser); ok {
+		cfg.Stdin = rc
+	}
+	return readline.NewEx(cfg)
+}
+
+// completer adapts Session.CompleteAt to readline: candidates are the
+// suffixes to add after the word being completed.
+type completer struct{ sess *repl.Session }
+
+func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	prefix := string(line[:pos])
+	start, words := c.sess.CompleteAt(prefix)
+	word := prefix[start:]
+	out := make([][]rune, 0, len(words))
+	for _, w := range words {
+		if strings.HasPrefix(w, word) {
+			out = append(out, []rune(w[len(word):]))
+		}
+	}
+	return out, utf8.RuneCountInString(word)
+}
+
+// readInput reads one input: lines until the session no longer NeedsMore.
+// Ctrl-C drops what was typed so far.
+func readInput(sess *repl.Session, rl *readline.Instance) (string, error) {
+	var buf []string
+	rl.SetPrompt(sess.Prompt())
+	for {
+		line, err := rl.Readline()
+		if errors.Is(err, readline.ErrInterrupt) {
+			buf = nil
+			rl.SetPrompt(sess.Prompt())
+			continue
+		}
+		if err != nil {
+			if len(buf) > 0 && errors.Is(err, io.EOF) {
+				return strings.Join(buf, "\n"), nil
+			}
+			return "", err
+		}
+		buf = append(buf, line)
+		text := strings.Join(buf, "\n")
+		if !sess.NeedsMore(text) {
+			return text, nil
+		}
+		rl.SetPrompt(sess.ContinuationPrompt())
 	}
 }
+
+func interactiveLoop(ctx context.Context, sess *repl.Session, rl *readline.Instance, out, errOut io.Writer) error {
+	rl.Config.AutoComplete = completer{sess}
+	for {
+		text, err := readInput(sess, rl)
+		if err != nil {
+			return nil // Ctrl-D
+		}
+		// Ctrl-C while an input runs (a :run, say) cancels that input only.
+		lineCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		output, exit, diags := sess.Handle(lineCtx, text)
+		stop()
+		fmt.Fprint(out, output)
+		repl.WriteDiagnostics(errOut, sess.Files(), diags)
+		if exit {
+			return nil
+		}
+	}
+}
+
+func scriptLoop(ctx context.Context, sess *repl.Session, lines *lineSource, out, errOut io.Writer) error {
+	var buf []string
+	handle := func(text string) bool {
+		output, exit, diags := sess.Handle(ctx, text)
+		fmt.Fprint(out, output)
+		repl.WriteDiagnostics(errOut, sess.Files(), diags)
+		return exit
+	}
+	for {
+		line, err := lines.next()
+		if err != nil {
+			if len(buf) > 0 {
+				handle(strings.Join(buf, "\n"))
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return exitWith(exitFailure, "repl: reading the script: %v", err)
+		}
+		buf = append(buf, line)
+		text := strings.Join(buf, "\n")
+		if sess.NeedsMore(text) {
+			continue
+		}
+		buf = nil
+		if handle(text) {
+			return nil
+		}
+	}
+}
+
+// lineSource reads a script's lines; the approver reads its answers from
+// the same source, so a script can answer an approval on its next line.
+type lineSource struct{ sc *bufio.Scanner }
+
+func newLineSource(r io.Reader) *lineSource {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	return &lineSource{sc: sc}
+}
+
+func (l *lineSource) next() (string, error) {
+	if l.sc.Scan() {
+		return strings.TrimRight(l.sc.Text(), "\r"), nil
+	}
+	if err := l.sc.Err(); err != nil {
+		return "", err
+	}
+	return "", io.EOF
+}
+
+// lineApprover asks the person at the REPL (or the script's next line)
+// about an action a policy wants a person to decide: "y" or "yes"
+// approves, anything else denies.
+type lineApprover struct {
+	out  io.Writer
+	by   string
+	read func(prompt string) (string, error)
+}
+
+func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.ApprovalRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return policy.ApprovalRecord{}, err
+	}
+	fmt.Fprintf(a.out, "agent %s wants to run %s\n", req.Agent, req.Action)
+	if len(req.Action.Arguments) > 0 {
+		fmt.Fprintf(a.out, "  arguments: %s\n", req.Action.Arguments)
+	}
+	if req.Reason != "" {
+		fmt.Fprintf(a.out, "  why asked: %s\n", req.Reason)
+	}
+	rec := policy.ApprovalRecord{ID: req.ID, By: a.by, Via: "terminal", At: time.Now()}
+	line, err := a.read("Approve? [y/N] ")
+	if err != nil {
+		rec.Reason = "no answer (denied)"
+		return rec, nil
+	}
+	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	switch strings.ToLower(word) {
+	case "y", "yes":
+		rec.Approved = true
+	}
+	rec.Reason = strings.TrimSpace(rest)
+	return rec, nil
+}
+
+// Compile-time checks that the adapters fit the interfaces they serve.
+var (
+	_ readline.AutoCompleter = completer{}
+	_ policy.Approver        = (*lineApprover)(nil)
+)
