@@ -129,11 +129,16 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		b.key = func(c *Candidate) (string, error) { return e.bonKey(bon, c) }
 		o := b.run(ctx)
 		out.Candidates = o.Candidates
+		for _, c := range o.Candidates {
+			r.iter += c.Iterations
+		}
 		switch {
 		case o.Stop != nil:
 			runErr = o.Stop
 		case o.Selected >= 0:
 			out.Selected = &out.Candidates[o.Selected]
+			// Candidates run quietly; the selected answer is the one shown.
+			r.emitDelta(out.Selected.Content)
 			r.complete(out.Selected.Content)
 		case o.TimedOut:
 			runErr = &bonTimeoutError{timeout: cfg.Timeout.Std()}
@@ -268,7 +273,7 @@ func (e *Engine) bonGenerate(ctx context.Context, parent *run, bon *plan.BestOfN
 		cr.conv = replaceSystem(cr.conv, sys)
 	}
 	result := cr.execute(ctx)
-	g := bonGeneration{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason)}
+	g := bonGeneration{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason), Iterations: result.Iterations}
 	if stop := res.reconcile(result.Usage); stop != nil {
 		g.Stop = stop
 		return g

@@ -17,6 +17,7 @@ type bonGeneration struct {
 	Content     string
 	Usage       policy.Usage
 	Termination string
+	Iterations  int
 	// Status is empty when the candidate produced an answer, else the
 	// status it ends with (generation_failed, side_effect_blocked, ...).
 	Status CandidateStatus
@@ -193,7 +194,7 @@ func (b *bonRunner) runCandidate(ctx context.Context, c *Candidate, record func(
 	}
 
 	g := b.generate(ctx, c.Index, ro)
-	c.Content, c.Usage, c.Termination = g.Content, g.Usage, g.Termination
+	c.Content, c.Usage, c.Termination, c.Iterations = g.Content, g.Usage, g.Termination, g.Iterations
 	if g.Stop != nil {
 		setStop(g.Stop)
 		c.Status, c.Error = StatusBudgetExceeded, g.Stop

@@ -54,8 +54,10 @@ type Candidate struct {
 	Usage       policy.Usage  `json:"usage"`
 	ScorerUsage policy.Usage  `json:"scorer_usage"`
 	Elapsed     time.Duration `json:"elapsed_ns"`
-	// Termination is the candidate run's own termination reason.
+	// Termination is the candidate run's own termination reason, and
+	// Iterations its loop iterations.
 	Termination string `json:"termination,omitempty"`
+	Iterations  int    `json:"iterations,omitempty"`
 	Error       error  `json:"-"`
 }
 

@@ -91,8 +91,12 @@ func TestBestOfNExampleMajorityVote(t *testing.T) {
 	if len(runs) != 1 {
 		t.Errorf("%d run directories, want only the best-of-N run's", len(runs))
 	}
-	if len(rec.types()) == 0 {
-		t.Errorf("the observer saw nothing")
+	// Candidates run quietly: the observer sees only the selected answer streamed.
+	if got := rec.deltas(); got != "42" {
+		t.Errorf("streamed %q, want only the selected answer", got)
+	}
+	if res.Iterations != 5 {
+		t.Errorf("iterations %d, want one per candidate", res.Iterations)
 	}
 }
 

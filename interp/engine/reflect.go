@@ -43,6 +43,11 @@ func (r *run) reflectAndRetry(ctx context.Context) error {
 		cfg = *r.agent.Reflect
 	}
 	base := append([]provider.Message(nil), r.conv...)
+	// Drafts are not the answer: generate quietly and show only the answer
+	// that passed.
+	quiet := r.ro.Quiet
+	r.ro.Quiet = true
+	defer func() { r.ro.Quiet = quiet }()
 	for attempt := 1; ; attempt++ {
 		r.answer = ""
 		if err := r.react(ctx); err != nil {
@@ -61,6 +66,8 @@ func (r *run) reflectAndRetry(ctx context.Context) error {
 		}
 		switch {
 		case verdict == VerdictPass:
+			r.ro.Quiet = quiet
+			r.emitDelta(answer)
 			r.complete(answer)
 			return nil
 		case verdict == VerdictBlock:

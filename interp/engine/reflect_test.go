@@ -39,13 +39,16 @@ func TestReflectExampleEvaluatorRevisesThenPasses(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	e, _ := newEngine(t, cfg.Plan, cfg.BaseDir, nil)
+	e, rec := newEngine(t, cfg.Plan, cfg.BaseDir, nil)
 	res := mustRun(t, e, "writer", "In one sentence: why is the sky blue?", RunOptions{})
 	if res.Termination.Reason != Completed {
 		t.Fatalf("termination %s", res.Termination)
 	}
 	if want := "Air molecules scatter short blue wavelengths of sunlight far more than red ones, so blue light reaches us from every direction of the sky."; res.Answer != want {
 		t.Fatalf("answer %q", res.Answer)
+	}
+	if got := rec.deltas(); got != res.Answer {
+		t.Errorf("streamed %q: drafts must not reach the terminal, only the answer that passed", got)
 	}
 	rs := reflections(t, journalOf(t, e, res.RunID))
 	if got := verdicts(rs); !slices.Equal(got, []string{VerdictRevise, VerdictPass}) {
