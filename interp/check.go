@@ -94,6 +94,31 @@ func (c *compiler) checkAgents() {
 		if (len(a.Tools) > 0 || len(a.Delegates) > 0) && len(a.Policies) == 0 && a.Loop.OnNoPolicy == "deny" {
 			c.warnf(c.attrRange(a.Address, "tools"), "Agent has tools but no policy",
 				"%s has tools but no policy, so every tool call will be denied (on_no_policy = \"deny\"). Add policies = [policy.NAME] with a rule that allows them, or set on_no_policy = \"allow\" in its loop block.", a.Address)
+		} else if len(a.Policies) > 0 && a.Loop.OnNoPolicy == "deny" {
+			c.warnNeverAllowed(a, eff)
+		}
+	}
+}
+
+// warnNeverAllowed warns about tools that an agent lists but none of its
+// policies could allow. Only rules policies can be read this way; an agent
+// with an OPA or Cedar policy is given the benefit of the doubt.
+func (c *compiler) warnNeverAllowed(a *plan.Agent, tools []string) {
+	var patterns []string
+	for _, addr := range a.Policies {
+		pol := c.p.Policy(addr)
+		if pol == nil || pol.Kind != "rules" || pol.Rules == nil {
+			return
+		}
+		for _, r := range append(append([]string{}, pol.Rules.Allow...), pol.Rules.Ask...) {
+			name, _, _ := strings.Cut(r, ":")
+			patterns = append(patterns, name)
+		}
+	}
+	for _, t := range tools {
+		if len(builtins.ApplyProfile([]string{t}, patterns, nil, 0)) == 0 || len(patterns) == 0 {
+			c.warnf(c.attrRange(a.Address, "tools"), "Tool never allowed",
+				"%s lists tool.%s, but none of its policies allows or asks for it, so every call would be denied (on_no_policy = \"deny\"). Add %q to a rules policy's allow list.", a.Address, t, t)
 		}
 	}
 }
