@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
 
 // maxReplans bounds replanning after failed steps (allow_replanning). The
 // budget (max_plan_steps, max_model_calls) bounds it too; this keeps a plan
 // that fails the same way from replanning until the budget is gone.
-const maxReplans = 2
+const maxReplans = 3
 
 // planExecute asks the model for a plan of steps, runs the steps (each a
 // react sub-run of this agent with its tools) as their dependencies finish,
@@ -27,6 +28,7 @@ func (r *run) planExecute(ctx context.Context) error {
 		limit = int(b)
 	}
 	results := map[string]stepResult{}
+	tracker := NewProgressTracker(r.agent.Progress)
 	var order []string // step ids in the order their plans listed them
 	steps, err := r.makePlan(ctx, limit, nil, nil)
 	if err != nil {
@@ -64,12 +66,47 @@ func (r *run) planExecute(ctx context.Context) error {
 			}
 			break
 		}
+		// Every failure is one key: a plan whose replacement keeps failing
+		// the same way is stuck, whatever its steps are called.
+		if goOn, err := r.planProgress(ctx, tracker, failed); err != nil {
+			return err
+		} else if !goOn {
+			break // skip: answer from what is done
+		}
 		if steps, err = r.makePlan(ctx, limit, results, failed); err != nil {
 			return err
 		}
 	}
 	return r.synthesize(ctx, order, results)
 }
+
+// planProgress applies the progress block to a failed step before a
+// replan: true to replan, false to skip replanning and answer from what is
+// done, or the error that ends the run (abort, or an escalation a person
+// declined).
+func (r *run) planProgress(ctx context.Context, tracker *ProgressTracker, failed *StepFailedError) (bool, error) {
+	stuck := func() error {
+		e := tracker.Stuck(planProgressKey)
+		e.Step = failed.Step
+		return e
+	}
+	switch tracker.Observe(planProgressKey, failed.Err.Error()) {
+	case ProgressSkip:
+		return false, nil
+	case ProgressAbort:
+		return false, stuck()
+	case ProgressEscalate:
+		a := policy.Action{Type: policy.Terminate, CallID: "plan-" + failed.Step, Reason: fmt.Sprintf("plan step %s keeps failing the same way", failed.Step)}
+		ok, err := r.escalate(ctx, a, "", 0, failed.Err)
+		if err != nil || !ok {
+			return false, errors.Join(stuck(), err)
+		}
+	}
+	return true, nil
+}
+
+// planProgressKey is the progress tracker's key for plan step failures.
+const planProgressKey = "plan"
 
 // makePlan asks the model for a plan (or, after a failure, a plan for the
 // remaining work) and validates it. An invalid plan is sent back once with

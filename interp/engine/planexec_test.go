@@ -167,3 +167,44 @@ agent "planner" {
 		t.Fatalf("termination %s (%v)", res.Termination, res.Termination.Err)
 	}
 }
+
+func TestPlanExecuteStuckPlanAborts(t *testing.T) {
+	// Every plan's only step fails the same way; the progress block allows
+	// one similar reattempt, so the third failure ends the run.
+	p, dir := fixture{
+		"main.hcl": `
+model "offline" {
+  provider = "scripted"
+  script   = "scripts/model.json"
+}
+agent "planner" {
+  model = model.offline
+  loop {
+    mode = "plan_execute"
+  }
+  plan {
+    allow_replanning = true
+  }
+  progress {
+    max_reattempts_per_step = 1
+    similarity_threshold    = 0.8
+    on_limit                = "abort"
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [
+  {"when": "Break the task", "content": "{\"steps\": [{\"id\": \"a\", \"task\": \"fetch\"}]}"},
+  {"when": "Your step \\(a\\)", "error": {"kind": "model_unavailable", "message": "down 1"}},
+  {"when": "Step a failed", "content": "{\"steps\": [{\"id\": \"b\", \"task\": \"fetch again\"}]}"},
+  {"when": "Your step \\(b\\)", "error": {"kind": "model_unavailable", "message": "down 2"}},
+  {"when": "Step b failed", "content": "{\"steps\": [{\"id\": \"c\", \"task\": \"fetch once more\"}]}"},
+  {"when": "Your step \\(c\\)", "error": {"kind": "model_unavailable", "message": "down 3"}}
+]}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res := mustRun(t, e, "", "task", RunOptions{})
+	var st *StuckError
+	if res.Termination.Reason != Failed || !errors.As(res.Termination.Err, &st) || st.Step != "c" {
+		t.Fatalf("termination %s (%v)", res.Termination, res.Termination.Err)
+	}
+}
