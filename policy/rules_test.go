@@ -2,8 +2,10 @@ package policy
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/symbi-dev/symbi/plan"
 )
@@ -97,4 +99,34 @@ func TestRulesMalformed(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
+}
+
+// FuzzGlob checks the glob matcher against a regular expression built from
+// the same pattern, and that no pattern or argument panics.
+func FuzzGlob(f *testing.F) {
+	for _, s := range [][2]string{{"sudo*", "sudo rm -rf /"}, {"a*b?c", "axxbyc"}, {"*é*", "café"}, {"?", "é"}, {"**", ""}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, s string) {
+		if !utf8.ValidString(pattern) || !utf8.ValidString(s) {
+			return
+		}
+		var re strings.Builder
+		re.WriteString(`(?s)\A`)
+		for _, r := range pattern {
+			switch r {
+			case '*':
+				re.WriteString(`.*`)
+			case '?':
+				re.WriteString(`.`)
+			default:
+				re.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		re.WriteString(`\z`)
+		want := regexp.MustCompile(re.String()).MatchString(s)
+		if got := glob(pattern, s); got != want {
+			t.Fatalf("glob(%q, %q) = %v, want %v", pattern, s, got, want)
+		}
+	})
 }
