@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -84,4 +86,59 @@ func BenchmarkReadFile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAppendRatio interleaves one Append and one bare write of the
+// same bytes per iteration and reports the ratio of their medians
+// ("x-bare-write"): interleaving makes load from other processes on a
+// shared machine hit both alike, and medians ignore its spikes.
+func BenchmarkAppendRatio(b *testing.B) {
+	ev := Event{Agent: "agent.researcher", Iteration: 3, Type: ReasoningComplete, Data: benchData}
+	line, _ := json.Marshal(Event{Seq: 1, RunID: "bench", Agent: ev.Agent, Iteration: 3, Type: ev.Type, Data: benchData})
+	line = append(line, '\n')
+	for _, tc := range []struct {
+		name    string
+		mode    SyncMode
+		secrets []string
+	}{
+		{"background", SyncBackground, nil},
+		{"background_redacting", SyncBackground, []string{"sk-not-in-the-line", "another-secret"}},
+		{"always", SyncAlways, nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			w, err := Create(dir, "bench", tc.mode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			w.Redact(tc.secrets...)
+			f, err := os.OpenFile(filepath.Join(dir, "bare"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			var appendT, writeT []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if err := w.Append(ev); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if _, err := f.Write(line); err != nil {
+					b.Fatal(err)
+				}
+				appendT = append(appendT, t1.Sub(t0))
+				writeT = append(writeT, time.Since(t1))
+			}
+			b.ReportMetric(float64(median(appendT))/float64(median(writeT)), "x-bare-write")
+			b.ReportMetric(float64(median(appendT)), "p50-ns")
+		})
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -64,6 +64,35 @@ func TestLineFormat(t *testing.T) {
 	}
 }
 
+// encodeLine must write exactly what encoding/json would.
+func TestEncodeLine(t *testing.T) {
+	for _, ev := range []Event{
+		{Seq: 1, Time: t0, RunID: "r", Agent: "agent.a", Type: Started},
+		{Seq: 9223372036854775807, Time: t0.Add(123456789), RunID: "20261202T133000Z-4f3a9c1b", Iteration: 42, Type: ToolResult,
+			Data: json.RawMessage("{\n  \"a\": [1, 2],\n  \"b\": \"<&>\\u003c\"\n}")},
+		{Seq: 2, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Agent: "odd \"agent\"\n\u2028é<>&", Type: "x\\y", Data: json.RawMessage("null")},
+		{Seq: 3, Time: t0.In(time.FixedZone("CET", 3600)), Iteration: -1, Type: Terminated, Data: json.RawMessage(`"s"`)},
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(ev); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := encodeLine(&got, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("encodeLine:\n got %s\nwant %s", got.String(), want.String())
+		}
+	}
+	var buf bytes.Buffer
+	if err := encodeLine(&buf, &Event{Type: Started, Data: json.RawMessage("{broken")}); err == nil {
+		t.Error("invalid data was encoded")
+	}
+}
+
 func TestRoundTrip(t *testing.T) {
 	for _, mode := range []SyncMode{SyncBackground, SyncAlways} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -110,6 +139,27 @@ func TestRoundTrip(t *testing.T) {
 
 // A line is in the file as soon as Append returns, before any sync or
 // Close: a process killed right after loses nothing.
+func TestAddReturnsTheLine(t *testing.T) {
+	dir := t.TempDir()
+	w := mustCreate(t, dir, "r", SyncBackground)
+	w.Redact("hunter22")
+	got, err := w.Add(Event{Agent: "a", Type: ToolResult, Data: json.RawMessage(`{"output":"pw hunter22"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	evs, err := ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(evs[0], got); diff != "" {
+		t.Errorf("Add's event differs from the line written (-line +returned):\n%s", diff)
+	}
+	if string(got.Data) != `{"output":"pw [redacted]"}` {
+		t.Errorf("data %s", got.Data)
+	}
+}
+
 func TestAppendReachesFileBeforeReturn(t *testing.T) {
 	dir := t.TempDir()
 	w := mustCreate(t, dir, "r", SyncBackground)
