@@ -79,7 +79,10 @@ func (r *run) prehydrate(ctx context.Context) error {
 				data.References[i].Error = "left out: max_context_tokens reached"
 				continue
 			}
-			text = fitTokens(text, remaining)
+			if text = fitTokens(text, remaining); text == "" {
+				data.References[i].Error = "left out: max_context_tokens reached"
+				continue
+			}
 		}
 		n := stdlib.EstimateTokens(text)
 		remaining -= n
