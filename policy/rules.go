@@ -178,3 +178,29 @@ func glob(pattern, s string) bool {
 	}
 	return px == len(pattern)
 }
+
+// MayAllowTool reports whether g could ever let a call of tool through, for
+// `symbi validate`'s warning about an agent whose tools no policy allows.
+// Only built-in rules can be answered statically: a bare deny pattern that
+// names the tool means never, an allow or ask pattern that names it means
+// maybe, and otherwise the rules are not applicable to it. OPA and Cedar
+// policies might allow anything, so they answer true.
+func MayAllowTool(g Gate, tool string) bool {
+	r, ok := g.(*Rules)
+	if !ok {
+		return true
+	}
+	for _, p := range r.deny {
+		if p.arg == "" && glob(p.name, tool) {
+			return false
+		}
+	}
+	for _, list := range [][]rulePattern{r.ask, r.allow} {
+		for _, p := range list {
+			if glob(p.name, tool) {
+				return true
+			}
+		}
+	}
+	return false
+}

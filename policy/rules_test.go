@@ -130,3 +130,20 @@ func FuzzGlob(f *testing.F) {
 		}
 	})
 }
+
+func TestMayAllowTool(t *testing.T) {
+	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{
+		Deny:  []string{"shell", "write_file:path=/etc/*"},
+		Ask:   []string{"write_*"},
+		Allow: []string{"read_*", "shell"},
+	}))
+	g := mustGate(t, p, "policy.rules")
+	for tool, want := range map[string]bool{"shell": false, "write_file": true, "read_file": true, "web_search": false} {
+		if got := MayAllowTool(g, tool); got != want {
+			t.Errorf("MayAllowTool(%s) = %v, want %v", tool, got, want)
+		}
+	}
+	if !MayAllowTool(gateFunc(nil), "anything") {
+		t.Error("an engine that cannot be read statically may allow anything")
+	}
+}
