@@ -27,9 +27,26 @@ func (c *compiler) buildSettings() {
 			continue
 		}
 		s.RequiredVersion = c.str(b, "required_version", "")
+		if s.RequiredVersion != "" {
+			rng := b.Attrs["required_version"].Expr.Range().Ptr()
+			if ok, err := checkVersion(s.RequiredVersion, c.version()); err != nil {
+				c.errorf(rng, "Invalid version constraint", "%s.", err)
+			} else if !ok && c.opts.SymbiVersion != "" {
+				c.errorf(rng, "Unsupported symbi version", "This configuration requires symbi %s, but this is symbi %s.", s.RequiredVersion, c.opts.SymbiVersion)
+			}
+		}
 		s.StateDir = c.relDir(b, "state_dir", ".symbi")
 		s.JournalSync = c.enum(b, "journal_sync", "background", "background", "always")
 	}
+}
+
+// version is the running symbi's version; without one, constraints are
+// only checked for syntax.
+func (c *compiler) version() string {
+	if c.opts.SymbiVersion != "" {
+		return c.opts.SymbiVersion
+	}
+	return "0.0.0"
 }
 
 // relDir reads a path that must stay relative, so the plan does not depend

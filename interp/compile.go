@@ -27,6 +27,9 @@ type Options struct {
 	Validate bool
 	// Context bounds policy preparation; nil means context.Background().
 	Context context.Context
+	// SymbiVersion is checked against symbi { required_version }; empty
+	// checks only the constraint's syntax.
+	SymbiVersion string
 }
 
 // Config is a compiled configuration.

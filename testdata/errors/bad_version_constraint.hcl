@@ -1,0 +1,3 @@
+symbi {
+  required_version = ">= one" # ERROR: Invalid version constraint
+}
