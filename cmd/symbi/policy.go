@@ -88,7 +88,8 @@ rules. Exit code 0 when the policy lets the action through (allow, or modify),
 			if d.Outcome == policy.Modify {
 				fmt.Fprintf(out, "arguments: %s\n", d.Arguments)
 			}
-			fmt.Fprintf(out, "policy:   %s (%s)\n", addr, d.Engine)
+			fmt.Fprintf(out, "engine:   %s\n", d.Engine)
+			fmt.Fprintf(out, "policy:   %s\n", addr)
 			fmt.Fprintf(out, "agent:    %s\n", agent)
 			fmt.Fprintf(out, "time:     %s\n", elapsed.Round(time.Microsecond))
 			if explain {
