@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -669,4 +670,56 @@ func BenchmarkReserveCommit(b *testing.B) {
 			a.ToolCall()
 		}
 	})
+}
+
+// lockedCounters is the least a concurrency-safe accountant must do per
+// call: take a lock and add the call's figures, once to reserve and once
+// to commit. BenchmarkReserveCommitRatio measures against it.
+type lockedCounters struct {
+	mu                             sync.Mutex
+	calls, prompt, completion, tot int64
+	cost                           float64
+}
+
+func (l *lockedCounters) add(p, c int64, cost float64) {
+	l.mu.Lock()
+	l.calls++
+	l.prompt += p
+	l.completion += c
+	l.tot += p + c
+	l.cost += cost
+	l.mu.Unlock()
+}
+
+// BenchmarkReserveCommitRatio interleaves a reserve+commit pair with the
+// bare locked additions and reports the ratio of their medians
+// ("x-locked-add"), so load from other processes hits both alike.
+func BenchmarkReserveCommitRatio(b *testing.B) {
+	pricing := &plan.Pricing{InputUSDPerMTok: 0.15, OutputUSDPerMTok: 0.6}
+	a := New(plan.Budget{MaxTotalTokens: math.MaxInt64, MaxCostUSD: 1e12, MaxCompletionTokens: math.MaxInt64, EstimatedOutputTokensPerCall: 512})
+	var base lockedCounters
+	var acctT, baseT []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		r, _, err := a.ReserveModelCall(1200, 4096, pricing)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Commit(usage(1180, 40, 1220), true); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		base.add(1200, 512, Cost(pricing, 1200, 512))
+		base.add(1180, 40, Cost(pricing, 1180, 40))
+		acctT = append(acctT, t1.Sub(t0))
+		baseT = append(baseT, time.Since(t1))
+	}
+	b.ReportMetric(float64(median(acctT)), "p50-ns")
+	b.ReportMetric(float64(median(acctT))/float64(median(baseT)), "x-locked-add")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

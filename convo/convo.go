@@ -104,8 +104,8 @@ type conversation struct {
 	head       int   // leading system messages
 	headTokens int
 	groups     []group
-	first      int            // index of the first kept group
-	masked     map[int]string // placeholders for masked tool results
+	first      int   // index of the first kept group
+	masked     []int // content tokens of each masked tool result; 0: not masked
 }
 
 func split(msgs []provider.Message, tokens []int) *conversation {
@@ -140,8 +140,8 @@ func split(msgs []provider.Message, tokens []int) *conversation {
 
 func (c *conversation) message(i int) provider.Message {
 	m := c.msgs[i]
-	if p, ok := c.masked[i]; ok {
-		m.Content = p
+	if i < len(c.masked) && c.masked[i] > 0 {
+		m.Content = placeholder(c.masked[i])
 	}
 	return m
 }
@@ -168,6 +168,17 @@ const maskPrefix = "[observation masked: "
 
 func placeholder(tokens int) string { return maskPrefix + strconv.Itoa(tokens) + " tokens]" }
 
+// placeholderTokens is stdlib.EstimateTokens(placeholder(tokens)) without
+// building the string: most masked results are dropped right after, so
+// their placeholders are only ever counted.
+func placeholderTokens(tokens int) int {
+	n := len(maskPrefix) + len(" tokens]") + 1
+	for t := tokens; t >= 10; t /= 10 {
+		n++
+	}
+	return (n + 3) / 4
+}
+
 // mask replaces tool results before index cut by placeholders, where that
 // saves tokens. A result masked by an earlier Fit keeps its placeholder.
 func (c *conversation) mask(cut int) {
@@ -181,15 +192,14 @@ func (c *conversation) mask(cut int) {
 			// A tool message has no tool calls: its content's estimate is
 			// what is left of its MessageTokens, without reading it again.
 			orig := c.msgTokens[i] - MessageOverhead - stdlib.EstimateTokens(m.Name)
-			p := placeholder(orig)
-			saved := orig - stdlib.EstimateTokens(p)
+			saved := orig - placeholderTokens(orig)
 			if saved <= 0 {
 				continue
 			}
 			if c.masked == nil {
-				c.masked = map[int]string{}
+				c.masked = make([]int, len(c.msgs))
 			}
-			c.masked[i] = p
+			c.masked[i] = orig
 			g.tokens -= saved
 		}
 	}

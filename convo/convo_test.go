@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/stdlib"
 )
 
 func sys(s string) provider.Message  { return provider.Message{Role: provider.System, Content: s} }
@@ -65,6 +68,14 @@ func TestMessageTokens(t *testing.T) {
 	}
 	if got := Estimate([]provider.Message{user("abcd"), user("abcd")}); got != 2*(MessageOverhead+1) {
 		t.Errorf("Estimate: %d", got)
+	}
+}
+
+func TestPlaceholderTokens(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 99, 100, 999, 1000, 12345, 1 << 30} {
+		if got, want := placeholderTokens(n), stdlib.EstimateTokens(placeholder(n)); got != want {
+			t.Errorf("placeholderTokens(%d) = %d, want %d", n, got, want)
+		}
 	}
 }
 
@@ -418,4 +429,36 @@ func estimates(msgs []provider.Message) []int {
 		out[i] = MessageTokens(m)
 	}
 	return out
+}
+
+// BenchmarkFitRatio interleaves Fit with Estimate of the same history and
+// reports the ratio of their medians ("x-estimate"): what fitting costs
+// beyond reading the conversation once.
+func BenchmarkFitRatio(b *testing.B) {
+	history := conv(sys("system prompt"), user("a long task"))
+	for i := range 100 {
+		history = append(history, exchange(800+i%5*400, "calculator", "web_search")...)
+	}
+	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+		b.Run(strategy, func(b *testing.B) {
+			s := plan.ContextSettings{Strategy: strategy, TokenBudget: 8000, Recent: 6}
+			var fitT, estT []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				Fit(history, s)
+				t1 := time.Now()
+				Estimate(history)
+				fitT = append(fitT, t1.Sub(t0))
+				estT = append(estT, time.Since(t1))
+			}
+			b.ReportMetric(float64(median(fitT)), "p50-ns")
+			b.ReportMetric(float64(median(fitT))/float64(median(estT)), "x-estimate")
+		})
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
