@@ -121,7 +121,7 @@ func NewCedar(address string, pol plan.CedarPolicy, p *plan.Plan, baseDir string
 	if pol.Schema != nil && len(errs) == 0 {
 		v, err := cedarValidator(*pol.Schema, baseDir)
 		if err != nil {
-			errs = append(errs, &LoadError{Policy: address, File: pol.Schema.Path, Line: lineOf(err.Error()), Err: err})
+			errs = append(errs, schemaError(address, pol.Schema.Path, err))
 		} else {
 			for _, l := range all {
 				if err := v.Policy(string(l.id), (*xast.Policy)(l.policy.AST())); err != nil {
@@ -160,14 +160,17 @@ func cedarParseError(address, file string, err error) *LoadError {
 	return le
 }
 
-var anyLine = regexp.MustCompile(`:(\d+):\d+`)
-
-func lineOf(msg string) int {
-	if m := anyLine.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
+// schemaError moves the schema parser's "file:line:col: " prefix into the
+// LoadError, so the file is named once.
+func schemaError(address, file string, err error) *LoadError {
+	le := &LoadError{Policy: address, File: file, Err: err}
+	msg := err.Error()
+	prefix := regexp.MustCompile(`(` + regexp.QuoteMeta(file) + `|<input>):(\d+):(\d+): `)
+	if m := prefix.FindStringSubmatchIndex(msg); m != nil {
+		le.Line, _ = strconv.Atoi(msg[m[4]:m[5]])
+		le.Err = fmt.Errorf("%scolumn %s: %s", msg[:m[0]], msg[m[6]:m[7]], msg[m[1]:])
 	}
-	return 0
+	return le
 }
 
 // cedarValidator parses a schema in the human-readable form or, for a .json

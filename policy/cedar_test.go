@@ -192,3 +192,18 @@ func TestCedarBareAskAnnotation(t *testing.T) {
 		t.Errorf("got %s %q", d.Outcome, d.Reason)
 	}
 }
+
+func TestCedarSchemaErrors(t *testing.T) {
+	for _, tc := range []struct{ schema, want string }{
+		{"namespace Symbi {\n  entity Agent;\n  entity Tool {\n    effect: Strin g,\n  };\n}\n", `policies/symbi.cedarschema:4: cedar schema: column 20: expected ':', got ","`},
+		{"namespace Symbi {\n  entity Agent;\n  entity Tool { effect: Nope };\n}\n", `policies/symbi.cedarschema: cedar schema: entity "Symbi::Tool" shape: attribute "effect": undefined type "Nope"`},
+	} {
+		p := cedarPlan(true, file("policies/a.cedar", "permit (principal, action, resource);\n"))
+		s := file("policies/symbi.cedarschema", tc.schema)
+		p.Policies[0].Cedar.Schema = &s
+		_, err := FromPlan(context.Background(), p, "policy.access", "")
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("got %v\nwant %s", err, tc.want)
+		}
+	}
+}
