@@ -420,6 +420,22 @@ func TestReaderLongLine(t *testing.T) {
 	}
 }
 
+func TestReaderLineLimit(t *testing.T) {
+	long := line(2, strings.Repeat("x", 200<<10))
+	r := NewReader(strings.NewReader(line(1, Started) + long + line(3, Started)))
+	r.maxLine = 100 << 10
+	_, err := readAll(r)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ErrLineTooLong) {
+		t.Errorf("err = %v, want ErrLineTooLong on line 2", err)
+	}
+	r = NewReader(strings.NewReader(line(1, Started) + long))
+	r.maxLine = len(long) - 1 // the newline does not count
+	if evs, err := readAll(r); err != nil || len(evs) != 2 {
+		t.Errorf("a line at the limit: %d events, %v", len(evs), err)
+	}
+}
+
 func TestReadFileNamesPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	os.WriteFile(path, []byte(line(1, Started)+"oops\n"), 0o600)

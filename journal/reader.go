@@ -35,11 +35,12 @@ type Reader struct {
 	torn    bool
 	err     error
 	buf     []byte
+	maxLine int // MaxLineBytes; smaller in tests
 }
 
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), maxLine: MaxLineBytes}
 }
 
 // Next returns the next event, or io.EOF after the last complete line.
@@ -83,7 +84,7 @@ func (r *Reader) readLine() ([]byte, bool, error) {
 	r.buf = r.buf[:0]
 	for {
 		chunk, err := r.r.ReadSlice('\n')
-		if len(r.buf)+len(chunk) > MaxLineBytes+1 {
+		if len(r.buf)+len(chunk) > r.maxLine+1 {
 			return nil, false, &LineError{Line: r.line + 1, Err: ErrLineTooLong}
 		}
 		r.buf = append(r.buf, chunk...)
