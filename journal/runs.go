@@ -67,6 +67,7 @@ func SavePlan(stateDir, runID string, planJSON []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("journal: saving plan: %w", err)
 	}
+	syncDir(dir)
 	return nil
 }
 

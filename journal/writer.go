@@ -124,6 +124,10 @@ func Create(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, err
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	// Syncing the file's lines is not enough after a power loss if the
+	// directory entries naming the file were never synced.
+	syncDir(RunDir(stateDir, runID))
+	syncDir(filepath.Join(stateDir, "runs"))
 	return newWriter(f, path, runID, mode, 0, opts), nil
 }
 
@@ -420,4 +424,16 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// syncDir makes a directory's entries durable. It is best effort: some
+// systems cannot sync a directory, and the lines themselves are already
+// safe from a killed process.
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	d.Close()
 }
