@@ -19,6 +19,15 @@ model "priced" {
   }
 }
 
+model "judge" {
+  provider = "scripted"
+  script   = "scripts/ex_judge.json"
+  pricing {
+    input_usd_per_mtok  = 0.15
+    output_usd_per_mtok = 0.60
+  }
+}
+
 budget "tight" {
   max_iterations                   = 4
   max_model_calls                  = 4
@@ -47,7 +56,7 @@ agent "solver" {
 }
 
 agent "judge" {
-  model = model.priced
+  model = model.judge
   loop {
     mode = "simple"
   }

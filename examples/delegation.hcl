@@ -16,7 +16,7 @@ model "worker" {
 
 model "judge" {
   provider = "scripted"
-  script   = "scripts/ex_answer.json"
+  script   = "scripts/ex_judge.json"
 }
 
 tool "calculator" {
