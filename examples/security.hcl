@@ -56,7 +56,7 @@ policy "grants" {
   }
 }
 
-agent "operator" {
+agent "researcher" {
   model    = model.offline
   tools    = [tool.calculator, tool.shell]
   policies = [policy.guardrails, policy.gate, policy.grants]
@@ -67,7 +67,7 @@ agent "operator" {
 
 policy_test "no_sudo" {
   policy = policy.guardrails
-  agent  = agent.operator
+  agent  = agent.researcher
   action = { type = "tool_call", tool = "shell", arguments = { cmd = "sudo rm -rf /" } }
   expect = "deny"
 }
