@@ -529,54 +529,87 @@ func TestExceededMessages(t *testing.T) {
 }
 
 // No limit is exceeded by more than what the calls in flight consume
-// beyond their reservation, however many goroutines share the accountant.
+// beyond their reservation, however many goroutines share the accountant;
+// with exact estimates, not at all.
 func TestConcurrentSharedBudget(t *testing.T) {
 	const workers = 8
-	for _, overshoot := range []int64{0, 7} {
-		b := plan.Budget{MaxModelCalls: 60, MaxTotalTokens: 20000, MaxToolCalls: 100, MaxCompletionTokens: 5000, EstimatedOutputTokensPerCall: 64}
-		a := New(b)
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					r, send, err := a.ReserveModelCall(300, 256, nil)
-					if err != nil {
-						return
+	for _, tc := range []struct {
+		name string
+		// provider returns the usage of a call given the prompt estimate,
+		// the reserved output and the cap it was sent.
+		provider func(prompt, reserved int64, sent int) provider.Usage
+	}{
+		{"exact estimates", func(p, r int64, _ int) provider.Usage { return usage(p, r, 0) }},
+		{"output up to the cap, prompt over the estimate", func(p, _ int64, sent int) provider.Usage { return usage(p+7, int64(sent), 0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := plan.Budget{MaxModelCalls: 60, MaxTotalTokens: 20000, MaxToolCalls: 100, MaxCompletionTokens: 5000, EstimatedOutputTokensPerCall: 64}
+			a := New(b)
+			var mu sync.Mutex
+			maxExcess := int64(0) // the most one call used beyond its reservation
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						r, sent, err := a.ReserveModelCall(300, 256, nil)
+						if err != nil {
+							return
+						}
+						est := r.Estimate()
+						u := tc.provider(est.PromptTokens, est.CompletionTokens, sent)
+						mu.Lock()
+						maxExcess = max(maxExcess, u.PromptTokens+u.CompletionTokens-est.TotalTokens)
+						mu.Unlock()
+						if r.Commit(u, true) != nil {
+							return
+						}
+						if a.ToolCall() != nil {
+							return
+						}
 					}
-					// The provider honours the cap; its prompt count may be a
-					// little over the estimate.
-					out := int64(send)
-					if r.Estimate().CompletionTokens < out {
-						out = r.Estimate().CompletionTokens
-					}
-					if r.Commit(usage(300+overshoot, out, 0), true) != nil {
-						return
-					}
-					if a.ToolCall() != nil {
-						return
-					}
-				}
-			}()
+				}()
+			}
+			wg.Wait()
+			u := a.Usage()
+			if u.ModelCalls > b.MaxModelCalls || u.ToolCalls > b.MaxToolCalls {
+				t.Errorf("counts exceeded: %+v", u)
+			}
+			if limit := b.MaxTotalTokens + workers*maxExcess; u.TotalTokens > limit {
+				t.Errorf("total tokens %d > %d + %d calls in flight × %d", u.TotalTokens, b.MaxTotalTokens, workers, maxExcess)
+			}
+			if maxExcess == 0 && (u.TotalTokens > b.MaxTotalTokens || u.CompletionTokens > b.MaxCompletionTokens) {
+				t.Errorf("exact estimates, yet usage %+v passed a limit", u)
+			}
+			if !errors.Is(a.Err(), &Exceeded{}) {
+				t.Errorf("run ended without a budget error: %v", a.Err())
+			}
+			if a.Reserved() != (Usage{}) {
+				t.Errorf("reservations left: %+v", a.Reserved())
+			}
+		})
+	}
+}
+
+// One call at a time, the overshoot is at most that one call's excess over
+// its estimate: the next reservation is refused.
+func TestSequentialOvershootIsOneCall(t *testing.T) {
+	b := plan.Budget{MaxTotalTokens: 10000, EstimatedOutputTokensPerCall: 100}
+	a := New(b)
+	const excess = 50
+	for {
+		r, sent, err := a.ReserveModelCall(400, 1000, nil)
+		if err != nil {
+			break
 		}
-		wg.Wait()
-		u := a.Usage()
-		if u.ModelCalls > b.MaxModelCalls || u.ToolCalls > b.MaxToolCalls || u.CompletionTokens > b.MaxCompletionTokens {
-			t.Errorf("overshoot %d: counts exceeded: %+v", overshoot, u)
+		est := r.Estimate()
+		if r.Commit(usage(est.PromptTokens+excess, min(int64(sent), est.CompletionTokens), 0), true) != nil {
+			break
 		}
-		if limit := b.MaxTotalTokens + workers*overshoot; u.TotalTokens > limit {
-			t.Errorf("overshoot %d: total tokens %d > %d", overshoot, u.TotalTokens, limit)
-		}
-		if overshoot == 0 && u.TotalTokens > b.MaxTotalTokens {
-			t.Errorf("exact estimates, yet total %d over %d", u.TotalTokens, b.MaxTotalTokens)
-		}
-		if !errors.Is(a.Err(), &Exceeded{}) {
-			t.Errorf("run ended without a budget error: %v", a.Err())
-		}
-		if a.Reserved() != (Usage{}) {
-			t.Errorf("reservations left: %+v", a.Reserved())
-		}
+	}
+	if u := a.Usage(); u.TotalTokens > b.MaxTotalTokens+excess {
+		t.Errorf("total %d passed %d by more than one call's excess %d", u.TotalTokens, b.MaxTotalTokens, excess)
 	}
 }
 
