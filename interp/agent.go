@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/symbi-dev/symbi/lang"
 	"github.com/symbi-dev/symbi/plan"
 )
@@ -219,7 +221,7 @@ func (c *compiler) refMap(b *lang.Block, name string, kinds ...string) map[strin
 	out := map[string]string{}
 	for _, kv := range pairs {
 		k, ok := c.eval(kv.Key)
-		if !ok || !k.IsKnown() || k.IsNull() || k.Type().FriendlyName() != "string" {
+		if !ok || !k.IsKnown() || k.IsNull() || k.Type() != cty.String {
 			continue
 		}
 		if addr := c.resolve(kv.Value, name, kinds); addr != "" {

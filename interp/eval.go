@@ -181,6 +181,10 @@ func (c *compiler) boolean(b *lang.Block, name string, def bool) bool {
 	return v.True()
 }
 
+// maxWhole bounds whole numbers so that sums and products of limits in the
+// engine's saturating arithmetic start far from overflow.
+const maxWhole = 1 << 53
+
 // integer reads a whole number that must not be negative.
 func (c *compiler) integer(b *lang.Block, name string, def int64) int64 {
 	v, a, ok := c.value(b, name, cty.Number)
@@ -193,8 +197,8 @@ func (c *compiler) integer(b *lang.Block, name string, def int64) int64 {
 		return def
 	}
 	i, acc := bf.Int64()
-	if acc != big.Exact || i < 0 || i > math.MaxInt32*int64(1<<20) {
-		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be a whole number between 0 and %d.", name, int64(math.MaxInt32)*(1<<20))
+	if acc != big.Exact || i < 0 || i > maxWhole {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be a whole number between 0 and %d.", name, int64(maxWhole))
 		return def
 	}
 	return i

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/symbi-dev/symbi/lang"
 )
@@ -93,7 +94,7 @@ func (c *compiler) resolve(expr hcl.Expression, name string, kinds []string) str
 	tr, diags := hcl.AbsTraversalForExpr(expr)
 	if diags.HasErrors() || len(tr) != 2 {
 		hint := ""
-		if v, d := expr.Value(nil); !d.HasErrors() && v.IsKnown() && v.Type().FriendlyName() == "string" {
+		if v, d := expr.Value(nil); !d.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
 			hint = fmt.Sprintf(" Write %s.%s without quotes.", kinds[0], v.AsString())
 		}
 		c.errorf(rng.Ptr(), "Invalid reference", "%s must be a reference to a %s, written TYPE.NAME (for example %s.example).%s", name, want, kinds[0], hint)
