@@ -221,6 +221,14 @@ func TestWriterErrors(t *testing.T) {
 	if err := w.Append(Event{}); err == nil {
 		t.Error("an event without a type was accepted")
 	}
+	if err := w.Append(Event{Type: Started, Iteration: -1}); err == nil {
+		t.Error("a negative iteration was accepted")
+	}
+	zero, _ := Create(dir, "zero", SyncBackground, WithClock(func() time.Time { return time.Time{} }))
+	if err := zero.Append(Event{Type: Started}); err == nil {
+		t.Error("an event at the zero time was accepted")
+	}
+	zero.Close()
 	if _, err := Create(dir, "r", SyncAlways); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("second Create of one run: %v, want fs.ErrExist", err)
 	}

@@ -247,8 +247,13 @@ func (w *Writer) Append(ev Event) error {
 // RunID, and its data redacted. Reading Seq() after Append would race with
 // other appenders; Add's answer is this line's own, fit to show an observer.
 func (w *Writer) Add(ev Event) (Event, error) {
+	// The writer refuses what the reader would refuse, so it never writes a
+	// journal that cannot be read back.
 	if ev.Type == "" {
 		return Event{}, errors.New("journal: event without a type")
+	}
+	if ev.Iteration < 0 {
+		return Event{}, fmt.Errorf("journal: %s event with negative iteration %d", ev.Type, ev.Iteration)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -260,6 +265,9 @@ func (w *Writer) Add(ev Event) (Event, error) {
 	}
 	ev.Seq = w.seq + 1
 	ev.Time = w.now().UTC()
+	if ev.Time.IsZero() {
+		return Event{}, errors.New("journal: the clock returned the zero time")
+	}
 	if ev.RunID == "" {
 		ev.RunID = w.runID
 	}
