@@ -1,0 +1,116 @@
+# A tool call never reaches an executor without a gate decision.
+#
+# Every agent's model proposes the same call of the "touch" command tool,
+# which writes var.marker when it runs. Each agent is gated differently:
+# denied by built-in rules, by OPA, by Cedar, by no policy at all
+# (on_no_policy defaults to deny), asked of a person through the approval
+# queue, or allowed. The e2e test checks the marker after each run.
+
+variable "marker" {
+  type        = string
+  description = "the file the touch tool creates when it runs"
+}
+
+model "proposer" {
+  provider = "scripted"
+  script   = "script.json"
+}
+
+tool "touch" {
+  description = "Creates the marker file"
+  parameters = {
+    type       = "object"
+    properties = { reason = { type = "string" } }
+  }
+  command {
+    argv = ["sh", "-c", "cat >/dev/null; echo touched >\"$MARKER\"; echo touched"]
+    env  = { MARKER = var.marker }
+  }
+  effect = "write"
+}
+
+policy "rules_deny" {
+  rules {
+    deny = ["touch"]
+  }
+}
+
+policy "rules_allow" {
+  rules {
+    allow = ["touch"]
+  }
+}
+
+policy "rules_ask" {
+  rules {
+    ask = ["touch"]
+  }
+}
+
+policy "opa_deny" {
+  opa {
+    modules = ["policies/gate.rego"]
+    query   = "data.e2e.gate.decision"
+  }
+}
+
+policy "cedar_deny" {
+  cedar {
+    policies = ["policies/gate.cedar"]
+  }
+}
+
+budget "short" {
+  max_iterations = 4
+  timeout        = "30s"
+}
+
+agent "rules_denied" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.rules_deny]
+  budget   = budget.short
+}
+
+agent "opa_denied" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.opa_deny]
+  budget   = budget.short
+}
+
+agent "cedar_denied" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.cedar_deny]
+  budget   = budget.short
+}
+
+# Allowed by the first policy, denied by the second: a deny anywhere in the
+# chain stops the call.
+agent "chain_denied" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.rules_allow, policy.opa_deny]
+  budget   = budget.short
+}
+
+agent "unaddressed" {
+  model  = model.proposer
+  tools  = [tool.touch]
+  budget = budget.short
+}
+
+agent "asked" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.rules_ask]
+  budget   = budget.short
+}
+
+agent "allowed" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.rules_allow]
+  budget   = budget.short
+}

@@ -1,0 +1,7 @@
+# The show_token tool: records the token it received (so the test knows it
+# was delivered) and echoes it in its result (so the test can see that the
+# journal and the terminal redact it).
+cat >/dev/null
+printf '%s' "$TOKEN" >"$PROOF_DIR/token"
+printf '%s' "$PIN" >"$PROOF_DIR/pin"
+printf 'the token is %s and the pin is %s\n' "$TOKEN" "$PIN"
