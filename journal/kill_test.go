@@ -1,0 +1,82 @@
+package journal
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+)
+
+// TestKilledWriter kills a process that is appending as fast as it can,
+// with SIGKILL, and checks that every line it was told was written is in
+// the journal, which then resumes cleanly.
+func TestKilledWriter(t *testing.T) {
+	if dir := os.Getenv("SYMBI_JOURNAL_KILL_CHILD"); dir != "" {
+		appendForever(dir)
+		return
+	}
+	if testing.Short() {
+		t.Skip("spawns a process")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledWriter$")
+	cmd.Env = append(os.Environ(), "SYMBI_JOURNAL_KILL_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := int64(0)
+	sc := bufio.NewScanner(out)
+	for acked < 200 && sc.Scan() {
+		if n, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
+			acked = n
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if acked < 200 {
+		t.Fatalf("child stopped after %d appends", acked)
+	}
+
+	evs, err := ReadFile(Path(dir, "killed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(evs)) < acked {
+		t.Fatalf("%d lines acknowledged, %d in the journal", acked, len(evs))
+	}
+	w, err := OpenAppend(dir, "killed", SyncBackground)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(Event{Type: Started}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	after, err := ReadFile(Path(dir, "killed"))
+	if err != nil || len(after) != len(evs)+1 {
+		t.Fatalf("after resume: %d events (%v), want %d", len(after), err, len(evs)+1)
+	}
+}
+
+func appendForever(dir string) {
+	w, err := Create(dir, "killed", SyncBackground)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for i := 0; ; i++ {
+		if err := w.Record("agent.a", i, ToolResult, ToolResultData{CallID: strconv.Itoa(i), Output: "some output of a tool"}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(w.Seq())
+	}
+}
