@@ -71,6 +71,8 @@ func parseRulePattern(s string) (rulePattern, error) {
 		}
 		p.arg, p.value = arg, value
 	}
+	// An address where a name belongs ("tool.shell") means the tool.
+	p.name = strings.TrimPrefix(p.name, "tool.")
 	if p.name == "" {
 		return rulePattern{}, fmt.Errorf("rule %q: the tool name is empty", s)
 	}

@@ -42,7 +42,7 @@ func TestRulesDecisions(t *testing.T) {
 	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{
 		Deny:  []string{"shell:cmd=sudo*", "write_file:path=/etc/*", "delegate:target=intern", "respond:content=*password*"},
 		Ask:   []string{"write_*", "shell:cmd=rm *"},
-		Allow: []string{"web_search", "shell:cmd=ls*", "shell:count=3", "delegate:target=critic", "calc?lator"},
+		Allow: []string{"tool.web_search", "shell:cmd=ls*", "shell:count=3", "delegate:target=critic", "calc?lator"},
 	}))
 	g := mustGate(t, p, "policy.rules")
 	for _, tc := range []struct {
@@ -55,7 +55,7 @@ func TestRulesDecisions(t *testing.T) {
 		{"deny wins over ask", toolCall("write_file", `{"path":"/etc/passwd"}`), Deny, "write_file:path=/etc/*"},
 		{"ask by name glob", toolCall("write_file", `{"path":"/tmp/x"}`), Ask, `ask rule "write_*"`},
 		{"ask by argument", toolCall("shell", `{"cmd":"rm x"}`), Ask, "rm *"},
-		{"allow by name", toolCall("web_search", `{"query":"x"}`), Allow, `allow rule "web_search"`},
+		{"allow by name, written as an address", toolCall("web_search", `{"query":"x"}`), Allow, `allow rule "tool.web_search"`},
 		{"allow by argument", toolCall("shell", `{"cmd":"ls -l"}`), Allow, "ls*"},
 		{"non-string argument as JSON text", toolCall("shell", `{"count":3}`), Allow, "count=3"},
 		{"question mark", toolCall("calculator", `{}`), Allow, "calc?lator"},
