@@ -147,6 +147,7 @@ type Reservation struct {
 	a       *Accountant
 	pricing *plan.Pricing
 	amount  Usage
+	stage   bool // from ReserveStage rather than ReserveModelCall
 	settled bool // guarded by a.mu
 }
 
@@ -319,7 +320,8 @@ func nonNegative(v, fallback int64) int64 {
 // still counts against max_model_calls, so a model that keeps failing
 // cannot be called without bound; it adds no tokens or cost, since the
 // provider reported none. A call that failed after reporting usage should
-// be committed instead.
+// be committed instead. Releasing a stage reservation (ReserveStage) counts
+// nothing: the stage never ran.
 func (r *Reservation) Release() {
 	a := r.a
 	a.mu.Lock()
@@ -329,7 +331,9 @@ func (r *Reservation) Release() {
 	}
 	r.settled = true
 	a.reserved = a.reserved.sub(r.amount)
-	a.used.ModelCalls, _ = satAdd(a.used.ModelCalls, 1)
+	if !r.stage {
+		a.used.ModelCalls, _ = satAdd(a.used.ModelCalls, 1)
+	}
 }
 
 // Usage returns what has been consumed so far (reservations in flight not

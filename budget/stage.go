@@ -1,0 +1,166 @@
+package budget
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/symbi-dev/symbi/plan"
+)
+
+// ReserveStage reserves a whole stage's estimated usage — one best-of-N
+// candidate's generation, or its scoring — against every limit before the
+// stage starts, so stages running side by side cannot together promise
+// more than the budget holds. It fails, naming the first limit (in the
+// order of plan.Budget's fields) that est would pass; that error is sticky
+// like any budget error. Settle the reservation with the stage's actual
+// usage, or Release it if the stage never ran.
+func (a *Accountant) ReserveStage(est Usage) (*Reservation, error) {
+	if !validUsage(est) {
+		return nil, fmt.Errorf("%w: stage estimate %+v has a negative or non-finite figure", ErrInvalidUsage, est)
+	}
+	est.Elapsed = 0
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	t, _ := a.used.add(a.reserved)
+	want, _ := t.add(est)
+	if ex := a.firstPassed(want, true); ex != nil {
+		return nil, a.fail(ex)
+	}
+	r := &Reservation{a: a, amount: est, stage: true}
+	a.reserved, _ = a.reserved.add(est)
+	return r, nil
+}
+
+// Settle replaces a stage reservation with what the stage used (typically
+// the Usage of the accountant it ran under). A total smaller than prompt +
+// completion is raised to the sum and a negative figure is replaced by its
+// estimate, as in Commit. The usage is recorded even when it passes a
+// limit; Settle then returns the budget error.
+func (r *Reservation) Settle(actual Usage) error {
+	a := r.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r.settled {
+		return errSettled
+	}
+	r.settled = true
+	a.reserved = a.reserved.sub(r.amount)
+	actual = normalize(actual, r.amount)
+	if !validCost(actual.CostUSD) {
+		return a.fail(fmt.Errorf("%w: stage cost %v", ErrInvalidUsage, actual.CostUSD))
+	}
+	used, over := a.used.add(actual)
+	used.Elapsed = a.used.Elapsed
+	a.used = used
+	if over {
+		return a.fail(fmt.Errorf("%w: a count overflows", ErrInvalidUsage))
+	}
+	if ex := a.firstPassed(used, false); ex != nil {
+		return a.fail(ex)
+	}
+	return a.err
+}
+
+// Limits returns own (the budget a stage would run under) with every limit
+// lowered to what this reservation's holder may still use: what the
+// accountant has left that no other reservation holds. A stage run under
+// the result cannot spend capacity promised to another stage. Since 0
+// means unlimited in a plan.Budget, a limit with nothing left becomes the
+// smallest non-zero value (1, one nanosecond, the smallest cost), which the
+// stage's own accountant refuses to pass.
+func (r *Reservation) Limits(own plan.Budget) plan.Budget {
+	a := r.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	held := r.amount
+	if r.settled {
+		held = Usage{}
+	}
+	t, _ := a.used.add(a.reserved.sub(held))
+	capInt := func(limit, used int64, field *int64) {
+		if limit <= 0 {
+			return
+		}
+		room := max(limit-used, 1)
+		if *field <= 0 || *field > room {
+			*field = room
+		}
+	}
+	capInt(a.b.MaxIterations, t.Iterations, &own.MaxIterations)
+	capInt(a.b.MaxModelCalls, t.ModelCalls, &own.MaxModelCalls)
+	capInt(a.b.MaxToolCalls, t.ToolCalls, &own.MaxToolCalls)
+	capInt(a.b.MaxToolRounds, t.ToolRounds, &own.MaxToolRounds)
+	capInt(a.b.MaxReflectionAttempts, t.ReflectionAttempts, &own.MaxReflectionAttempts)
+	capInt(a.b.MaxPlanSteps, t.PlanSteps, &own.MaxPlanSteps)
+	capInt(a.b.MaxPromptTokens, t.PromptTokens, &own.MaxPromptTokens)
+	capInt(a.b.MaxCompletionTokens, t.CompletionTokens, &own.MaxCompletionTokens)
+	capInt(a.b.MaxTotalTokens, t.TotalTokens, &own.MaxTotalTokens)
+	if m := a.b.MaxCostUSD; m > 0 {
+		room := max(m-t.CostUSD, math.SmallestNonzeroFloat64)
+		if own.MaxCostUSD <= 0 || own.MaxCostUSD > room {
+			own.MaxCostUSD = room
+		}
+	}
+	if d := a.b.Timeout.Std(); d > 0 {
+		left := max(d-a.elapsed(), time.Nanosecond)
+		if own.Timeout <= 0 || own.Timeout.Std() > left {
+			own.Timeout = plan.Duration(left)
+		}
+	}
+	return own
+}
+
+// firstPassed returns the first limit that u passes, in the order of
+// plan.Budget's fields. With preflight set, u is what usage would become.
+func (a *Accountant) firstPassed(u Usage, preflight bool) *Exceeded {
+	for _, l := range []struct {
+		name      string
+		max, used int64
+	}{
+		{MaxIterations, a.b.MaxIterations, u.Iterations},
+		{MaxModelCalls, a.b.MaxModelCalls, u.ModelCalls},
+		{MaxToolCalls, a.b.MaxToolCalls, u.ToolCalls},
+		{MaxToolRounds, a.b.MaxToolRounds, u.ToolRounds},
+		{MaxReflectionAttempts, a.b.MaxReflectionAttempts, u.ReflectionAttempts},
+		{MaxPlanSteps, a.b.MaxPlanSteps, u.PlanSteps},
+		{MaxPromptTokens, a.b.MaxPromptTokens, u.PromptTokens},
+		{MaxCompletionTokens, a.b.MaxCompletionTokens, u.CompletionTokens},
+		{MaxTotalTokens, a.b.MaxTotalTokens, u.TotalTokens},
+	} {
+		if l.max > 0 && l.used > l.max {
+			return &Exceeded{Limit: l.name, Max: float64(l.max), Used: float64(l.used), Preflight: preflight}
+		}
+	}
+	if m := a.b.MaxCostUSD; m > 0 && u.CostUSD > m {
+		return &Exceeded{Limit: MaxCostUSD, Max: m, Used: u.CostUSD, Preflight: preflight}
+	}
+	return nil
+}
+
+// normalize makes reported usage safe to add: a negative figure is
+// replaced by its estimate, and a total below prompt + completion is raised
+// to the sum.
+func normalize(u, est Usage) Usage {
+	u.Iterations = nonNegative(u.Iterations, est.Iterations)
+	u.ModelCalls = nonNegative(u.ModelCalls, est.ModelCalls)
+	u.ToolCalls = nonNegative(u.ToolCalls, est.ToolCalls)
+	u.ToolRounds = nonNegative(u.ToolRounds, est.ToolRounds)
+	u.ReflectionAttempts = nonNegative(u.ReflectionAttempts, est.ReflectionAttempts)
+	u.PlanSteps = nonNegative(u.PlanSteps, est.PlanSteps)
+	u.PromptTokens = nonNegative(u.PromptTokens, est.PromptTokens)
+	u.CompletionTokens = nonNegative(u.CompletionTokens, est.CompletionTokens)
+	sum, _ := satAdd(u.PromptTokens, u.CompletionTokens)
+	u.TotalTokens = max(u.TotalTokens, sum)
+	u.Elapsed = 0
+	return u
+}
+
+func validUsage(u Usage) bool {
+	return u.Iterations >= 0 && u.ModelCalls >= 0 && u.ToolCalls >= 0 && u.ToolRounds >= 0 &&
+		u.ReflectionAttempts >= 0 && u.PlanSteps >= 0 && u.PromptTokens >= 0 &&
+		u.CompletionTokens >= 0 && u.TotalTokens >= 0 && validCost(u.CostUSD)
+}
