@@ -139,6 +139,28 @@ type Engine struct {
 	secrets   []string
 
 	eventMu sync.Mutex
+
+	// closing tracks journals closing in the background; Close waits.
+	closing   sync.WaitGroup
+	errMu     sync.Mutex
+	closeErrs []error
+}
+
+func (e *Engine) closeErr(err error) {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	e.closeErrs = append(e.closeErrs, err)
+}
+
+// Sync waits until every finished run's journal is on stable storage and
+// returns the errors met closing them.
+func (e *Engine) Sync() error {
+	e.closing.Wait()
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	err := errors.Join(e.closeErrs...)
+	e.closeErrs = nil
+	return err
 }
 
 // New prepares an engine for p. Policies, models and tools are built lazily
@@ -191,11 +213,12 @@ func (e *Engine) Plan() *plan.Plan { return e.plan }
 // StateDir is where journals and queues live.
 func (e *Engine) StateDir() string { return e.opts.StateDir }
 
-// Close releases tool processes and connections.
+// Close waits for finished runs' journals to reach stable storage, then
+// releases tool processes and connections.
 func (e *Engine) Close() error {
+	errs := []error{e.Sync()}
 	e.toolMu.Lock()
 	defer e.toolMu.Unlock()
-	var errs []error
 	for _, t := range e.toolboxes {
 		if t.box != nil {
 			errs = append(errs, t.box.Close())

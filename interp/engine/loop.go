@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/symbi-dev/symbi/convo"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
@@ -49,6 +50,9 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return false, err
 	}
 	r.iter++
+	// The run keeps only what the context strategy would send, so a long
+	// run's memory stays bounded by token_budget; the journal has the rest.
+	r.conv = convo.Fit(r.conv, r.agent.Context)
 	resp, err := r.reason(ctx, r.reactCall())
 	if err != nil {
 		return false, err
@@ -70,7 +74,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 
 // reactCall is the model call of one react iteration.
 func (r *run) reactCall() modelCall {
-	c := modelCall{msgs: r.conv, toolChoice: r.agent.Loop.ToolChoice}
+	c := modelCall{msgs: r.conv, fitted: true, toolChoice: r.agent.Loop.ToolChoice}
 	if r.agent.Loop.ToolChoice != "none" {
 		c.tools = r.tools.specs
 	}

@@ -19,7 +19,10 @@ import (
 // modelCall is one request a mode wants to make; reason fills in the rest
 // from the agent and the run options.
 type modelCall struct {
-	msgs       []provider.Message // the whole conversation; reason fits it
+	msgs []provider.Message // the whole conversation; reason fits it
+	// fitted says msgs already fit the context settings (the react loop
+	// fits r.conv itself, and Fit is most of a step's own CPU).
+	fitted     bool
 	tools      []provider.ToolSpec
 	toolChoice string
 	json       bool
@@ -34,7 +37,10 @@ type modelCall struct {
 // (capping max_output_tokens), stream, reconcile, journal. The turn is on
 // disk before reason returns.
 func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error) {
-	msgs := convo.Fit(c.msgs, r.agent.Context)
+	msgs := c.msgs
+	if !c.fitted {
+		msgs = convo.Fit(msgs, r.agent.Context)
+	}
 	est := estimatePrompt(msgs, c.tools)
 	m, spec, err := r.pickModel(ctx, c, est)
 	if err != nil {

@@ -42,6 +42,8 @@ type run struct {
 	delegations int
 	// redacted is how many of the engine's secrets the journal knows.
 	redacted int
+	// planSaved reports the plan's save, started beside the journal.
+	planSaved <-chan error
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -120,12 +122,19 @@ func (r *run) open(resume bool) error {
 	if resume {
 		r.jw, err = journal.OpenAppend(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
 	} else {
+		// Saving the plan ends in an fsync; it runs beside the journal's
+		// creation (which syncs its directories) rather than after it, and
+		// finish waits for it.
+		b, encErr := plan.Encode(r.e.plan)
+		if encErr != nil {
+			return fmt.Errorf("saving the plan: %w", encErr)
+		}
+		saved := make(chan error, 1)
+		r.planSaved = saved
+		go func() { saved <- journal.SavePlan(sd, r.id, b) }()
 		r.jw, err = journal.Create(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
-		if err == nil {
-			var b []byte
-			if b, err = plan.Encode(r.e.plan); err == nil {
-				err = journal.SavePlan(sd, r.id, b)
-			}
+		if err != nil {
+			<-saved
 		}
 	}
 	if err != nil {
@@ -220,13 +229,28 @@ func (r *run) finish(ctx, parent context.Context, err error) *Result {
 	if t.Err != nil {
 		data.Error = t.Err.Error()
 	}
-	_ = r.record(journal.Terminated, data)
+	if err := r.record(journal.Terminated, data); err != nil && t.Reason == Completed {
+		// An answer whose journal could not be written is not durable:
+		// say so rather than report success.
+		res.Termination = Termination{Reason: Failed, Detail: err.Error(), Err: err}
+	}
 	if r.jw != nil {
-		if cerr := r.jw.Close(); cerr != nil && t.Reason == Completed {
-			// An answer whose journal could not be written is not durable:
-			// say so rather than report success.
-			res.Termination = Termination{Reason: Failed, Detail: cerr.Error(), Err: cerr}
-		}
+		// The terminated line is with the kernel, so a killed process
+		// loses nothing; the final fsync (and the saved plan's) finishes in
+		// the background, off the caller's path, and Engine.Close waits for
+		// it and reports its error.
+		jw, saved := r.jw, r.planSaved
+		r.e.closing.Add(1)
+		go func() {
+			defer r.e.closing.Done()
+			err := jw.Close()
+			if saved != nil {
+				err = errors.Join(err, <-saved)
+			}
+			if err != nil {
+				r.e.closeErr(fmt.Errorf("run %s: %w", r.id, err))
+			}
+		}()
 	}
 	return res
 }
