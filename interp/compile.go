@@ -27,6 +27,10 @@ type Options struct {
 	Validate bool
 	// Context bounds policy preparation; nil means context.Background().
 	Context context.Context
+	// NoScope leaves Config.Scope nil: commands that only validate, plan or
+	// run do not need the REPL's scope, and building it is a fifth of the
+	// compile time of a large configuration.
+	NoScope bool
 	// SymbiVersion is checked against symbi { required_version }; empty
 	// checks only the constraint's syntax.
 	SymbiVersion string
@@ -37,7 +41,7 @@ type Config struct {
 	Plan    *plan.Plan
 	BaseDir string               // the configuration directory; plan paths are relative to it
 	Files   map[string]*hcl.File // by the name used in diagnostics
-	Scope   *hcl.EvalContext     // var.*, local.*, every block as an object, and the functions
+	Scope   *hcl.EvalContext     // var.*, local.*, every block as an object, and the functions; nil with Options.NoScope
 }
 
 // Compile reads a .hcl file or a directory of them as one configuration and
@@ -148,7 +152,9 @@ func compileSources(baseDir string, srcs []lang.Source, opts Options) (*Config, 
 	c.recordSources(srcs)
 	c.p.Sort()
 	cfg := &Config{Plan: c.p, BaseDir: baseDir, Files: mod.Files}
-	cfg.Scope = c.buildScope()
+	if !opts.NoScope {
+		cfg.Scope = c.buildScope()
+	}
 	return cfg, c.diags
 }
 

@@ -18,7 +18,7 @@ func addVarFlags(cmd *cobra.Command) {
 
 // compileOptions reads --var and --var-file from cmd's flags.
 func compileOptions(cmd *cobra.Command, validate bool) (interp.Options, error) {
-	opts := interp.Options{Validate: validate, LookupEnv: os.LookupEnv, Context: cmd.Context(), SymbiVersion: version}
+	opts := interp.Options{Validate: validate, LookupEnv: os.LookupEnv, Context: cmd.Context(), SymbiVersion: version, NoScope: true}
 	if f := cmd.Flags().Lookup("var"); f != nil {
 		pairs, _ := cmd.Flags().GetStringArray("var")
 		for _, kv := range pairs {
