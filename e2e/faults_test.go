@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/symbi-dev/symbi/provider/fakeserver"
+)
+
+// TestEveryFaultThroughTheCLI injects each fault the fake server knows
+// into `symbi run`, streamed and plain: a transient fault that the
+// transport retries recovers (exit 0, answer on stdout); a lasting one ends
+// the run with exit 4 and a terminated event whose error names the
+// provider's error kind. The hang detector kills any run that does neither.
+func TestEveryFaultThroughTheCLI(t *testing.T) {
+	good := fakeserver.Text("fine", " thanks")
+	cases := []struct {
+		name    string
+		replies []fakeserver.Reply
+		kind    string // what the error must say; "" = the run recovers
+		plain   string // what it must say on the plain agent, when not kind
+		atLeast time.Duration
+	}{
+		{"rate_limit_then_answer", []fakeserver.Reply{{Fault: fakeserver.FaultRateLimit, RetryAfter: time.Second}, good}, "", "", time.Second},
+		{"rate_limit_twice", []fakeserver.Reply{{Fault: fakeserver.FaultRateLimit, RetryAfterHeader: "0"}, {Fault: fakeserver.FaultRateLimit, RetryAfterHeader: "0"}}, "rate_limited", "", 0},
+		{"rate_limit_longer_than_max_backoff", []fakeserver.Reply{{Fault: fakeserver.FaultRateLimit, RetryAfter: time.Minute}, good}, "rate_limited", "", 0},
+		{"server_error_then_answer", []fakeserver.Reply{{Fault: fakeserver.FaultServerError}, good}, "", "", 0},
+		{"server_error_twice", []fakeserver.Reply{{Fault: fakeserver.FaultServerError}, {Fault: fakeserver.FaultServerError}}, "transport_failed", "", 0},
+		{"reset_then_answer", []fakeserver.Reply{{Fault: fakeserver.FaultReset}, good}, "", "", 0},
+		{"reset_twice", []fakeserver.Reply{{Fault: fakeserver.FaultReset}, {Fault: fakeserver.FaultReset}}, "transport_failed", "", 0},
+		{"stall_before_first_event", []fakeserver.Reply{{Fault: fakeserver.FaultStallBeforeFirstEvent}, {Fault: fakeserver.FaultStallBeforeFirstEvent}}, "timeout (first_event)", "", 0},
+		{"stall_mid_stream", []fakeserver.Reply{{Chunks: []string{"a", "b", "c"}, Fault: fakeserver.FaultStallMidStream, EventsBeforeFault: 2}, {Chunks: []string{"a", "b", "c"}, Fault: fakeserver.FaultStallMidStream, EventsBeforeFault: 2}}, "timeout (idle)", "timeout (first_event)", 0},
+		{"malformed_json", []fakeserver.Reply{{Chunks: []string{"a", "b"}, Fault: fakeserver.FaultMalformedJSON, EventsBeforeFault: 2}, {Chunks: []string{"a", "b"}, Fault: fakeserver.FaultMalformedJSON, EventsBeforeFault: 2}}, "malformed_response", "", 0},
+		{"truncated_then_answer", []fakeserver.Reply{{Chunks: []string{"a", "b"}, Fault: fakeserver.FaultTruncated, EventsBeforeFault: 1}, good}, "", "", 0},
+		{"truncated_twice", []fakeserver.Reply{{Chunks: []string{"a", "b"}, Fault: fakeserver.FaultTruncated, EventsBeforeFault: 3}, {Chunks: []string{"a", "b"}, Fault: fakeserver.FaultTruncated, EventsBeforeFault: 3}}, "transport_failed", "", 0},
+		{"unknown_model", []fakeserver.Reply{fakeserver.ErrorReply(404, "model_not_found", "no such model")}, "model_unavailable", "", 0},
+		{"bad_key", []fakeserver.Reply{fakeserver.ErrorReply(401, "invalid_api_key", "no")}, "authentication_failed", "", 0},
+		{"empty_turn", []fakeserver.Reply{{}}, "empty_response", "", 0},
+	}
+	dir := fixture(t, "faults")
+	for _, agent := range []string{"streamed", "plain"} {
+		for _, tc := range cases {
+			t.Run(agent+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				srv := fakeserver.New(t, fakeserver.WithReplies(tc.replies...))
+				state := filepath.Join(t.TempDir(), "state")
+				r := symbi(t, call{dir: dir, timeout: 30 * time.Second},
+					"run", "--agent", agent, "--state-dir", state, "--var", "base_url="+srv.URL(), ".", "hello")
+				if strings.Contains(r.stderr, "panic:") || strings.Contains(r.stderr, "goroutine ") {
+					t.Fatalf("symbi panicked:\n%s", r)
+				}
+				evs := readJournal(t, state, onlyRun(t, state))
+				end := terminated(t, evs)
+				if tc.kind == "" {
+					if r.code != 0 || end.Reason != "completed" || strings.TrimSpace(r.stdout) != "fine thanks" {
+						t.Fatalf("want a recovery (exit 0, completed, the answer); terminated %+v\n%s", end, r)
+					}
+					if n := len(srv.Requests()); n != 2 {
+						t.Errorf("%d requests, want the failed one and its retry", n)
+					}
+					if r.elapsed < tc.atLeast {
+						t.Errorf("recovered after %v; the server asked to wait %v", r.elapsed, tc.atLeast)
+					}
+					return
+				}
+				if r.code != 4 {
+					t.Errorf("exit %d, want 4 (runtime failure)\n%s", r.code, r)
+				}
+				kind := tc.kind
+				if agent == "plain" && tc.plain != "" {
+					kind = tc.plain
+				}
+				if end.Reason != "error" || !strings.Contains(end.Error, kind) {
+					t.Errorf("terminated %q with error %q; want reason error naming %s", end.Reason, end.Error, kind)
+				}
+				if !strings.Contains(r.stderr, kind) {
+					t.Errorf("stderr does not name %s:\n%s", kind, r.stderr)
+				}
+			})
+		}
+	}
+}
