@@ -261,7 +261,8 @@ var errSettled = errors.New("budget: reservation already settled")
 // raised to that sum (a malformed report must not reopen spent capacity)
 // and a negative component is replaced by its estimate; with unknown usage
 // the estimate stands. The usage is recorded even when it overshoots a
-// limit; Commit then returns the run's budget error.
+// limit; Commit then returns the run's budget error. Stage reservations
+// (ReserveStage) are settled with Settle, which takes every figure.
 func (r *Reservation) Commit(u provider.Usage, known bool) error {
 	a := r.a
 	a.mu.Lock()
