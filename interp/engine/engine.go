@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
@@ -137,6 +138,8 @@ type Engine struct {
 	toolboxes map[string]*agentTools
 	secretMu  sync.Mutex
 	secrets   []string
+	storeMu   sync.Mutex
+	stores    map[string]*knowledge.Store
 
 	eventMu sync.Mutex
 
@@ -225,6 +228,12 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.toolboxes = map[string]*agentTools{}
+	e.storeMu.Lock()
+	defer e.storeMu.Unlock()
+	for _, s := range e.stores {
+		errs = append(errs, s.Close())
+	}
+	e.stores = nil
 	return errors.Join(errs...)
 }
 

@@ -19,6 +19,9 @@ func (r *run) simple(ctx context.Context) error {
 		return err
 	}
 	r.iter++
+	if err := r.injectKnowledge(ctx); err != nil {
+		return err
+	}
 	resp, err := r.reason(ctx, modelCall{msgs: r.conv})
 	if err != nil {
 		return err
@@ -52,6 +55,9 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	r.iter++
 	// The run keeps only what the context strategy would send, so a long
 	// run's memory stays bounded by token_budget; the journal has the rest.
+	if err := r.injectKnowledge(ctx); err != nil {
+		return false, err
+	}
 	r.conv = convo.Fit(r.conv, r.agent.Context)
 	resp, err := r.reason(ctx, r.reactCall())
 	if err != nil {

@@ -176,9 +176,18 @@ func (r *run) recordStarted(resumeAfter int64) {
 func (r *run) execute(parent context.Context) *Result {
 	ctx, cancel := r.acct.Context(parent)
 	defer cancel()
-	err := r.runMode(ctx)
+	var err error
+	if r.iter == 0 {
+		err = r.prehydrate(ctx)
+	}
+	if err == nil {
+		err = r.runMode(ctx)
+	}
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
+	}
+	if err == nil {
+		err = r.persistKnowledge(ctx)
 	}
 	return r.finish(ctx, parent, err)
 }

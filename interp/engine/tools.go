@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/interp"
+	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -45,13 +48,24 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			servers = append(servers, *s)
 		}
 	}
-	box, err := builtins.NewToolbox(ctx, tools, servers, builtins.Options{
+	opts := builtins.Options{
 		BaseDir:  e.opts.BaseDir,
 		StateDir: e.opts.StateDir,
 		Resolve:  e.resolve,
 		Now:      e.opts.Now,
 		Sleep:    e.opts.Sleep,
-	})
+	}
+	if a.Knowledge != nil && a.Knowledge.Store != "" {
+		store, err := e.knowledgeStore(a.Knowledge.Store)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.Address, err)
+		}
+		opts.Knowledge = store
+		if k := e.plan.KnowledgeStore(a.Knowledge.Store); k != nil {
+			opts.Conventions = k.Conventions
+		}
+	}
+	box, err := builtins.NewToolbox(ctx, tools, servers, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: tools: %w", a.Address, err)
 	}
@@ -125,4 +139,34 @@ func (e *Engine) resolve(s plan.String) (string, error) {
 	}
 	e.addSecret(v)
 	return v, nil
+}
+
+// knowledgeStore opens (once per engine) the store of a knowledge block;
+// bbolt locks its file, so every agent and tool of the engine shares one.
+func (e *Engine) knowledgeStore(addr string) (builtins.KnowledgeStore, error) {
+	e.storeMu.Lock()
+	defer e.storeMu.Unlock()
+	if s, ok := e.stores[addr]; ok {
+		return s, nil
+	}
+	k := e.plan.KnowledgeStore(addr)
+	if k == nil {
+		return nil, fmt.Errorf("%w: %s is not in the plan", ErrNoKnowledgeStore, addr)
+	}
+	path := k.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(e.opts.BaseDir, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	s, err := knowledge.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if e.stores == nil {
+		e.stores = map[string]*knowledge.Store{}
+	}
+	e.stores[addr] = s
+	return s, nil
 }
