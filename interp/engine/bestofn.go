@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -72,6 +73,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		return nil, fmt.Errorf("%w %q", ErrUnknownBestOfN, strings.TrimPrefix(addr, "best_of_n."))
 	}
 	agentBudget := e.plan.Budget(e.plan.Agent(bon.Agent).Budget)
+	exprs := newBonExprs(e.opts.LookupEnv)
 	var ledger *bonLedger
 	aggregate := plan.Budget{}
 	if bon.Budget != "" {
@@ -87,17 +89,37 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		return nil, err
 	}
 	r.mode = "best_of_n"
-	if err := r.open(false); err != nil {
-		return nil, err
+	// Opening the journal (a file, the saved plan, their fsyncs) is the
+	// slowest thing before the first model call, so it runs alongside the
+	// first candidates: the runner queues their events until the journal
+	// holds the started event. A journal that cannot open stops the run.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	opened := make(chan error, 1)
+	go func() {
+		err := r.open(false)
+		if err == nil {
+			limits := journal.BudgetInfo(policy.BudgetLimits(aggregate))
+			_ = r.record(journal.Started, startedData{
+				StartedData: journal.StartedData{
+					Agent: r.agent.Address, BestOfN: bon.Address, Mode: r.mode, Input: input,
+					SourceHash: e.plan.SourceHash, Budget: &limits,
+				},
+				Depth: ro.Depth, Ancestors: ro.Ancestors, BaseDir: absDir(e.opts.BaseDir),
+			})
+		} else {
+			stopRun()
+		}
+		opened <- err
+	}()
+	var (
+		openOnce sync.Once
+		openErr  error
+	)
+	waitOpen := func() error {
+		openOnce.Do(func() { openErr = <-opened })
+		return openErr
 	}
-	limits := journal.BudgetInfo(policy.BudgetLimits(aggregate))
-	_ = r.record(journal.Started, startedData{
-		StartedData: journal.StartedData{
-			Agent: r.agent.Address, BestOfN: bon.Address, Mode: r.mode, Input: input,
-			SourceHash: e.plan.SourceHash, Budget: &limits,
-		},
-		Depth: ro.Depth, Ancestors: ro.Ancestors, BaseDir: absDir(e.opts.BaseDir),
-	})
 	out := &BestOfNResult{BestOfN: bon.Address}
 
 	cfg := *bon
@@ -115,19 +137,26 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		}
 	} else {
 		b := &bonRunner{
-			cfg:    cfg,
-			now:    e.opts.Now,
-			vary:   func(i int) (RunOptions, map[string]any, error) { return e.bonVary(bon, i, ro) },
-			record: func(typ string, data any) { _ = r.record(typ, data) },
+			cfg:  cfg,
+			now:  e.opts.Now,
+			vary: func(i int) (RunOptions, map[string]any, error) { return e.bonVary(exprs, bon, i, ro) },
+			record: func(typ string, data any) {
+				if waitOpen() == nil {
+					_ = r.record(typ, data)
+				}
+			},
 		}
 		b.generate = func(ctx context.Context, i int, cro RunOptions) bonGeneration {
-			return e.bonGenerate(ctx, r, bon, ledger, agentBudget, i, cro)
+			return e.bonGenerate(ctx, r, exprs, bon, ledger, agentBudget, i, cro)
 		}
 		b.score = func(ctx context.Context, c *Candidate) bonScore {
-			return e.bonScore(ctx, r, bon, ledger, input, c)
+			return e.bonScore(ctx, r, exprs, bon, ledger, input, c)
 		}
-		b.key = func(c *Candidate) (string, error) { return e.bonKey(bon, c) }
-		o := b.run(ctx)
+		b.key = func(c *Candidate) (string, error) { return e.bonKey(exprs, bon, c) }
+		o := b.run(runCtx)
+		if err := waitOpen(); err != nil {
+			return nil, err
+		}
 		out.Candidates = o.Candidates
 		for _, c := range o.Candidates {
 			r.iter += c.Iterations
@@ -145,6 +174,9 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		default:
 			runErr = ErrNoEligibleCandidate
 		}
+	}
+	if err := waitOpen(); err != nil {
+		return nil, err
 	}
 	out.Result = *r.bonFinish(ctx, runErr, ledger.usage())
 	if out.Termination.Reason == Completed {
@@ -203,7 +235,7 @@ func (r *run) bonPersist(ctx context.Context) {
 // applies them to the candidate's run options. vary may set temperature,
 // max_output_tokens and system; seed and top_p are accepted by the language
 // but no provider request carries them yet, so they fail the candidate.
-func (e *Engine) bonVary(bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
+func (e *Engine) bonVary(exprs *bonExprs, bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
 	ro := RunOptions{
 		SideEffects:     bon.SideEffects,
 		NoJournal:       true,
@@ -217,7 +249,7 @@ func (e *Engine) bonVary(bon *plan.BestOfN, index int, base RunOptions) (RunOpti
 	vars := map[string]cty.Value{"candidate": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(index))})}
 	for _, field := range bonSortedKeys(bon.Vary) {
 		ex := bon.Vary[field]
-		v, diags := interp.EvalDeferred(ex, vars, e.opts.LookupEnv)
+		v, diags := exprs.eval(ex, vars)
 		if diags.HasErrors() {
 			return ro, applied, fmt.Errorf("vary.%s (%s): %s", field, ex.Range, diags.Error())
 		}
@@ -251,7 +283,7 @@ func (e *Engine) bonVary(bon *plan.BestOfN, index int, base RunOptions) (RunOpti
 
 // bonGenerate runs one candidate: a full run of the agent, persisting
 // nothing, under its own accountant funded by the ledger.
-func (e *Engine) bonGenerate(ctx context.Context, parent *run, bon *plan.BestOfN, ledger *bonLedger, own plan.Budget, index int, ro RunOptions) bonGeneration {
+func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *bonExprs, bon *plan.BestOfN, ledger *bonLedger, own plan.Budget, index int, ro RunOptions) bonGeneration {
 	est := policy.Usage{ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
 	res, allowance, err := ledger.reserve(est, own)
 	if err != nil {
@@ -269,7 +301,7 @@ func (e *Engine) bonGenerate(ctx context.Context, parent *run, bon *plan.BestOfN
 		return bonGeneration{Status: StatusGenerationFailed, Err: err, Termination: string(Failed)}
 	}
 	cr.conv = cr.initialConversation()
-	if sys, ok := e.bonSystem(bon, index); ok {
+	if sys, ok := bonSystem(exprs, bon, index); ok {
 		cr.conv = replaceSystem(cr.conv, sys)
 	}
 	result := cr.execute(ctx)
@@ -301,13 +333,13 @@ func (e *Engine) bonGenerate(ctx context.Context, parent *run, bon *plan.BestOfN
 }
 
 // bonSystem is the varied system prompt for candidate index, if vary sets one.
-func (e *Engine) bonSystem(bon *plan.BestOfN, index int) (string, bool) {
+func bonSystem(exprs *bonExprs, bon *plan.BestOfN, index int) (string, bool) {
 	ex, ok := bon.Vary["system"]
 	if !ok {
 		return "", false
 	}
 	vars := map[string]cty.Value{"candidate": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(index))})}
-	v, diags := interp.EvalDeferred(ex, vars, e.opts.LookupEnv)
+	v, diags := exprs.eval(ex, vars)
 	if diags.HasErrors() {
 		return "", false
 	}
@@ -356,12 +388,12 @@ func judgePrompt(task, content string) string {
 }
 
 // bonScore scores one candidate with the block's scorer.
-func (e *Engine) bonScore(ctx context.Context, parent *run, bon *plan.BestOfN, ledger *bonLedger, input string, c *Candidate) bonScore {
+func (e *Engine) bonScore(ctx context.Context, parent *run, exprs *bonExprs, bon *plan.BestOfN, ledger *bonLedger, input string, c *Candidate) bonScore {
 	switch bon.Scorer.Kind {
 	case "judge":
 		return e.bonJudge(ctx, parent, bon, ledger, input, c)
 	case "expr":
-		v, diags := interp.EvalDeferred(*bon.Scorer.Expr, map[string]cty.Value{"candidate": candidateValue(c)}, e.opts.LookupEnv)
+		v, diags := exprs.eval(*bon.Scorer.Expr, map[string]cty.Value{"candidate": candidateValue(c)})
 		if diags.HasErrors() {
 			return bonScore{Err: fmt.Errorf("scorer expr (%s): %s", bon.Scorer.Expr.Range, diags.Error())}
 		}
@@ -461,11 +493,11 @@ func scoreFromValue(v cty.Value) bonScore {
 
 // bonKey is the majority_vote key of a candidate, as text: a string as it
 // is, any other value as its JSON.
-func (e *Engine) bonKey(bon *plan.BestOfN, c *Candidate) (string, error) {
+func (e *Engine) bonKey(exprs *bonExprs, bon *plan.BestOfN, c *Candidate) (string, error) {
 	if bon.Selector.Key == nil {
 		return strings.TrimSpace(c.Content), nil
 	}
-	v, diags := interp.EvalDeferred(*bon.Selector.Key, map[string]cty.Value{"candidate": candidateValue(c)}, e.opts.LookupEnv)
+	v, diags := exprs.eval(*bon.Selector.Key, map[string]cty.Value{"candidate": candidateValue(c)})
 	if diags.HasErrors() {
 		return "", fmt.Errorf("%s: %s", bon.Selector.Key.Range, diags.Error())
 	}

@@ -102,10 +102,30 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 			stopAll(err)
 		}
 	}
+	// One writer journals the candidates' events in the order they were
+	// queued, so a candidate never waits on the journal's file writes to
+	// start its model call or to free its slot for the next candidate.
+	type event struct {
+		typ  string
+		data any
+	}
+	events := make(chan event, 4*n+4)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for ev := range events {
+			b.record(ev.typ, ev.data)
+		}
+	}()
+	var queueMu sync.Mutex
 	record := func(typ string, data any) {
-		mu.Lock()
-		defer mu.Unlock()
-		b.record(typ, data)
+		queueMu.Lock()
+		defer queueMu.Unlock()
+		events <- event{typ, data}
+	}
+	flush := func() {
+		close(events)
+		<-written
 	}
 	// interrupted is the status of a candidate whose context ended early.
 	interrupted := func() CandidateStatus {
@@ -137,6 +157,7 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 		}(&cs[i])
 	}
 	wg.Wait()
+	defer flush()
 
 	out := bonOutcome{Candidates: cs, Selected: -1}
 	mu.Lock()

@@ -443,3 +443,22 @@ func TestBestOfNUnknownBlock(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestBestOfNJournalThatCannotOpen(t *testing.T) {
+	p, dir := fixture{"main.hcl": bonAgent + `
+best_of_n "answer" {
+  agent = agent.solver
+  scorer {
+    expr = 1
+  }
+}
+`, "scripts/model.json": `{"turns": [{"content": "42"}], "on_exhausted": "repeat_last"}`}.compile(t)
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newEngine(t, p, dir, func(o *Options) { o.StateDir = blocker })
+	if res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{}); err == nil {
+		t.Fatalf("ran without a journal: %+v", res)
+	}
+}
