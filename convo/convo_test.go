@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -461,4 +462,31 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// The heap, not just the slice length, stays flat: what Fit drops becomes
+// garbage. A history that kept its dropped turns would hold 1,000 × 8 KB.
+func TestFlatHeapOverLongRun(t *testing.T) {
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
+		s := plan.ContextSettings{Strategy: strategy, TokenBudget: 8000, Recent: 6}
+		history := conv(sys("system prompt"), user("a long task"))
+		var at250 uint64
+		for i := range 1000 {
+			if i == 250 {
+				at250 = heap()
+			}
+			history = append(history, exchange(4096, "calculator", "web_search")...)
+			history = Fit(history, s)
+		}
+		if grew := int64(heap()) - int64(at250); grew > 1<<20 {
+			t.Errorf("%s: heap grew by %d bytes over 750 iterations", strategy, grew)
+		}
+		runtime.KeepAlive(history)
+	}
 }
