@@ -52,8 +52,8 @@ func Estimate(msgs []provider.Message) int {
 // Fit returns msgs fitted to s.TokenBudget by s.Strategy. Within budget (or
 // with no budget) it returns msgs itself, uncopied. Otherwise it returns a
 // new slice that always keeps the leading system messages and the last
-// exchange (the last user message, or the last assistant message with its
-// tool results); if those alone are over budget they are returned anyway,
+// exchange (the last message, or the last assistant message with its tool
+// results); if those alone are over budget they are returned anyway,
 // since a call without them is pointless. Tool messages that follow no
 // assistant tool call are dropped once fitting starts. An unknown strategy
 // is treated as sliding_window.
