@@ -204,7 +204,7 @@ policy "rules" {
 
 func TestAPIKeyNeverReachesJournalOrObserver(t *testing.T) {
 	const key = "sk-test-5f8e2a91c4"
-	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Text("your key is " + key)))
+	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Text("your key is "+key)))
 	hcl := strings.Replace(openaiHCL(srv.URL()), `name     = "fake-model"`, `name     = "fake-model"
   api_key_env = "FAKE_KEY"`, 1)
 	p, dir := fixture{"main.hcl": hcl}.compile(t)
