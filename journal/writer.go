@@ -87,6 +87,8 @@ type Writer struct {
 	redactor redactor
 	buf      bytes.Buffer
 
+	dirs []string // directories whose entries are not yet synced; guarded by mu
+
 	kick chan struct{}
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -124,11 +126,15 @@ func Create(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, err
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	w := newWriter(f, path, runID, mode, 0, opts)
 	// Syncing the file's lines is not enough after a power loss if the
-	// directory entries naming the file were never synced.
-	syncDir(RunDir(stateDir, runID))
-	syncDir(filepath.Join(stateDir, "runs"))
-	return newWriter(f, path, runID, mode, 0, opts), nil
+	// directory entries naming the file were never synced. In background
+	// mode that waits for the first background sync, like the lines.
+	w.dirs = []string{RunDir(stateDir, runID), filepath.Join(stateDir, "runs")}
+	if mode == SyncAlways {
+		w.syncDirs()
+	}
+	return w, nil
 }
 
 // OpenAppend reopens an existing journal to continue an interrupted run.
@@ -336,6 +342,7 @@ func (w *Writer) syncLoop() {
 		w.mu.Unlock()
 		// Sync runs without the lock so appends continue meanwhile; a line
 		// written during it sets dirty again and is synced next round.
+		w.syncDirs()
 		err := w.f.Sync()
 		last = time.Now()
 		if err != nil {
@@ -350,6 +357,7 @@ func (w *Writer) syncLoop() {
 
 // Sync forces everything written so far to stable storage now.
 func (w *Writer) Sync() error {
+	w.syncDirs()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -376,6 +384,7 @@ func (w *Writer) Close() error {
 	close(w.done)
 	w.wg.Wait()
 
+	w.syncDirs()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.err
@@ -432,6 +441,17 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// syncDirs syncs the directories Create made, once.
+func (w *Writer) syncDirs() {
+	w.mu.Lock()
+	dirs := w.dirs
+	w.dirs = nil
+	w.mu.Unlock()
+	for _, d := range dirs {
+		syncDir(d)
+	}
 }
 
 // syncDir makes a directory's entries durable. It is best effort: some
