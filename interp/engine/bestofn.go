@@ -226,9 +226,7 @@ func (e *bonTimeoutError) Unwrap() error { return ErrNoEligibleCandidate }
 // bonPersist stores the selected answer as knowledge when the agent asks
 // for it: the one write a best-of-N run makes, never a candidate's.
 func (r *run) bonPersist(ctx context.Context) {
-	if m, ok := any(r).(interface{ persistKnowledge(context.Context) error }); ok {
-		_ = m.persistKnowledge(ctx)
-	}
+	_ = r.persistKnowledge(ctx)
 }
 
 // bonVary evaluates the block's vary expressions for candidate index and

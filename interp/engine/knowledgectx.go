@@ -20,26 +20,21 @@ const knowledgeMarker = "[knowledge] "
 // engine cannot open for it.
 var ErrNoKnowledgeStore = errors.New("knowledge store not available")
 
-// knowledgeStore returns the shared store of the agent's knowledge block.
-// The engine opens each store once (bbolt holds a lock on the file) and
-// shares it with the recall_knowledge and store_knowledge tools.
+// knowledgeStore returns the shared store of the agent's knowledge block,
+// or nil when the agent has none.
 func (r *run) knowledgeStore() (builtins.KnowledgeStore, error) {
 	k := r.agent.Knowledge
 	if k == nil || k.Store == "" {
 		return nil, nil
 	}
-	if m, ok := any(r.e).(interface {
-		knowledgeStore(addr string) (builtins.KnowledgeStore, error)
-	}); ok {
-		s, err := m.knowledgeStore(k.Store)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k.Store, err)
-		}
-		if s != nil {
-			return s, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s", ErrNoKnowledgeStore, k.Store)
+	return r.e.knowledgeStore(k.Store)
+}
+
+// partOfOwnRun reports whether this run works for a larger run of the same
+// agent (a plan_execute step): that run pre-hydrates the task and persists
+// the final answer, so its parts do neither again.
+func (r *run) partOfOwnRun() bool {
+	return containsString(r.ro.Ancestors, r.agent.Address)
 }
 
 // injectKnowledge recalls the facts relevant to the task and the latest
@@ -77,7 +72,7 @@ func (r *run) injectKnowledge(ctx context.Context) error {
 // candidate) writes no knowledge either.
 func (r *run) persistKnowledge(ctx context.Context) error {
 	k := r.agent.Knowledge
-	if k == nil || k.Store == "" || !k.AutoPersist || r.ro.NoJournal || strings.TrimSpace(r.answer) == "" {
+	if k == nil || k.Store == "" || !k.AutoPersist || r.ro.NoJournal || r.partOfOwnRun() || strings.TrimSpace(r.answer) == "" {
 		return nil
 	}
 	store, err := r.knowledgeStore()

@@ -205,10 +205,12 @@ func (r *run) runPlanStep(ctx context.Context, s planStep, deps []stepResult) (s
 	}
 	in.WriteString("\nDo this step only and reply with its result.")
 	ro := RunOptions{
-		Mode:        "react",
-		Budget:      r.acct,
-		Depth:       r.ro.Depth,
-		Ancestors:   r.ro.Ancestors,
+		Mode:   "react",
+		Budget: r.acct,
+		Depth:  r.ro.Depth,
+		// This agent among its own ancestors marks the step as part of this
+		// run: it neither pre-hydrates nor persists knowledge again.
+		Ancestors:   append(append([]string(nil), r.ro.Ancestors...), r.agent.Address),
 		SideEffects: r.ro.SideEffects,
 		NoJournal:   r.ro.NoJournal,
 		Quiet:       true,

@@ -22,7 +22,7 @@ import (
 // together; what resolved in time is kept.
 func (r *run) prehydrate(ctx context.Context) error {
 	cfg := r.agent.PreHydrate
-	if cfg == nil || len(cfg.Resolvers) == 0 {
+	if cfg == nil || len(cfg.Resolvers) == 0 || r.partOfOwnRun() {
 		return nil
 	}
 	patterns, err := compilePatterns(cfg.Patterns)
