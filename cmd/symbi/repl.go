@@ -158,9 +158,15 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 	return out, utf8.RuneCountInString(word)
 }
 
+// lineEditor is what readInput needs of readline.
+type lineEditor interface {
+	Readline() (string, error)
+	SetPrompt(string)
+}
+
 // readInput reads one input: lines until the session no longer NeedsMore.
 // Ctrl-C drops what was typed so far.
-func readInput(sess *repl.Session, rl *readline.Instance) (string, error) {
+func readInput(sess *repl.Session, rl lineEditor) (string, error) {
 	var buf []string
 	rl.SetPrompt(sess.Prompt())
 	for {
