@@ -105,11 +105,11 @@ func TestReplReadInputJoinsOpenBrackets(t *testing.T) {
 	}
 	wantPrompts := []string{
 		"> ", "... ", "... ", "... ", // the object
-		"> ",               // var.topic
-		"> ", "... ",       // [1, and the blank line that ends it
+		"> ",         // var.topic
+		"> ", "... ", // [1, and the blank line that ends it
 		"> ", "... ", "> ", // upper(, then Ctrl-C; x is read at the fresh prompt
-		"> ", "... ",       // (1 +, ended by EOF
-		"> ",               // EOF
+		"> ", "... ", // (1 +, ended by EOF
+		"> ", // EOF
 	}
 	if !cmp.Equal(ed.prompts, wantPrompts) {
 		t.Errorf("prompts %q, want %q", ed.prompts, wantPrompts)
