@@ -130,6 +130,26 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	if bon.Budget != "" {
 		runErr = budget.PreflightBestOfN(aggregate, bon.Estimate, bon.Candidates)
 	}
+	r.conv = r.initialConversation()
+	if runErr == nil && r.agent.PreHydrate != nil {
+		// References are resolved once for every candidate, in this run's
+		// journal. Resolvers may read but not write, unless the block allows
+		// side effects.
+		if err := waitOpen(); err != nil {
+			return nil, err
+		}
+		sideEffects := r.ro.SideEffects
+		if bon.SideEffects != SideEffectsAllow {
+			r.ro.SideEffects = SideEffectsReadOnly
+		}
+		runErr = r.prehydrate(runCtx)
+		r.ro.SideEffects = sideEffects
+		if res, _, err := ledger.reserve(policy.Usage{}, plan.Budget{}); err == nil {
+			if err := res.reconcile(usageOf(r.acct)); err != nil && runErr == nil {
+				runErr = err
+			}
+		}
+	}
 	if runErr != nil {
 		out.Candidates = make([]Candidate, bon.Candidates)
 		for i := range out.Candidates {
@@ -235,11 +255,14 @@ func (r *run) bonPersist(ctx context.Context) {
 // but no provider request carries them yet, so they fail the candidate.
 func (e *Engine) bonVary(exprs *bonExprs, bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
 	ro := RunOptions{
-		SideEffects:     bon.SideEffects,
-		NoJournal:       true,
-		Quiet:           true,
-		Depth:           base.Depth + 1,
-		Ancestors:       base.Ancestors,
+		SideEffects: bon.SideEffects,
+		NoJournal:   true,
+		Quiet:       true,
+		Depth:       base.Depth + 1,
+		// The agent among its own ancestors marks the candidate as part of
+		// the best-of-N run: the run pre-hydrates once and persists the
+		// selected answer; candidates do neither.
+		Ancestors:       append(append([]string(nil), base.Ancestors...), bon.Agent),
 		Temperature:     base.Temperature,
 		MaxOutputTokens: base.MaxOutputTokens,
 	}
@@ -298,7 +321,7 @@ func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *bonExprs, 
 		res.release()
 		return bonGeneration{Status: StatusGenerationFailed, Err: err, Termination: string(Failed)}
 	}
-	cr.conv = cr.initialConversation()
+	cr.conv = append([]provider.Message(nil), parent.conv...) // the task, pre-hydrated once
 	if sys, ok := bonSystem(exprs, bon, index); ok {
 		cr.conv = replaceSystem(cr.conv, sys)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/provider/scripted"
 )
 
 func bonStatusList(cs []Candidate) []string {
@@ -460,5 +462,92 @@ best_of_n "answer" {
 	e, _ := newEngine(t, p, dir, func(o *Options) { o.StateDir = blocker })
 	if res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{}); err == nil {
 		t.Fatalf("ran without a journal: %+v", res)
+	}
+}
+
+func TestBestOfNPrehydratesOnceForAllCandidates(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": `
+model "offline" {
+  provider = "scripted"
+  script   = "scripts/model.json"
+}
+tool "read_file" {
+  description = "Read a file"
+  builtin     = "read_file"
+}
+policy "rules" {
+  rules {
+    allow = ["read_file"]
+  }
+}
+agent "solver" {
+  model    = model.offline
+  tools    = [tool.read_file]
+  policies = [policy.rules]
+  loop {
+    mode = "simple"
+  }
+  pre_hydrate {
+    resolvers = { file = tool.read_file }
+  }
+}
+best_of_n "answer" {
+  agent        = agent.solver
+  candidates   = 3
+  side_effects = "isolate"
+  vary {
+    temperature = candidate.index
+  }
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"notes.md": "The launch is on Friday.",
+		"scripts/model.json": `{"turns": [
+  {"when_temperature": 0, "content": "Friday"},
+  {"when_temperature": 1, "content": "Friday"},
+  {"when_temperature": 2, "content": "Friday"}
+]}`,
+	}.compile(t)
+	script, err := scripted.Parse([]byte(`{"turns": [
+  {"when_temperature": 0, "content": "Friday"},
+  {"when_temperature": 1, "content": "Friday"},
+  {"when_temperature": 2, "content": "Friday"}
+]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(script)
+	e, _ := newEngine(t, p, dir, func(o *Options) { o.Models = map[string]provider.Model{"model.offline": m} })
+	res, err := e.BestOfN(context.Background(), "answer", "When is the launch? See notes.md", RunOptions{})
+	if err != nil || res.Termination.Reason != Completed {
+		t.Fatalf("%v %s %+v", err, res.Termination, res.Candidates)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want one per candidate", len(reqs))
+	}
+	for i, req := range reqs {
+		var saw bool
+		for _, msg := range req.Messages {
+			saw = saw || strings.Contains(msg.Content, "The launch is on Friday.")
+		}
+		if !saw {
+			t.Errorf("request %d lacks the pre-hydrated reference: %+v", i, req.Messages)
+		}
+	}
+	var resolved int
+	for _, ev := range journalOf(t, e, res.RunID) {
+		if ev.Type == journal.ToolResult {
+			resolved++
+		}
+	}
+	if resolved != 1 {
+		t.Errorf("%d resolver calls in the journal, want 1 for all candidates", resolved)
+	}
+	if res.Usage.ToolCalls != 1 {
+		t.Errorf("aggregate usage %+v, want the resolver call counted", res.Usage)
 	}
 }
