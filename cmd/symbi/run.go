@@ -388,6 +388,23 @@ func describeEvent(ev engine.Event) string {
 		return fmt.Sprintf("← %s: %s", str("tool"), clip(str("output"), 160))
 	case "recovery_triggered":
 		return fmt.Sprintf("↻ %s %s: %s", str("strategy"), str("tool"), clip(str("error"), 120))
+	case "candidate_finished":
+		line := fmt.Sprintf("◇ candidate %v %s", d["index"], str("status"))
+		if e := str("error"); e != "" {
+			line += ": " + clip(e, 120)
+		}
+		return line
+	case "candidate_scored":
+		return fmt.Sprintf("◇ candidate %v score %v", d["index"], d["score"])
+	case "candidate_selected":
+		if i, _ := d["index"].(float64); i < 0 {
+			return fmt.Sprintf("✗ no candidate selected: %s", str("reason"))
+		}
+		return fmt.Sprintf("★ candidate %v selected (%s)", d["index"], str("selector"))
+	case "reflection_evaluated":
+		return fmt.Sprintf("◇ attempt %v: %s (score %v)", d["attempt"], str("verdict"), d["score"])
+	case "step_finished":
+		return fmt.Sprintf("◇ step %s %s", str("step_id"), str("status"))
 	case "delegation_started":
 		return fmt.Sprintf("⇒ delegate to %s: %s", strings.TrimPrefix(str("target"), "agent."), clip(str("task"), 100))
 	case "delegation_finished":
