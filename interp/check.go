@@ -323,13 +323,53 @@ func (c *compiler) checkPolicies() {
 			var les policy.LoadErrors
 			if errors.As(err, &les) && len(les) > 0 {
 				for _, le := range les {
-					c.errorf(c.block(pol.Address).DefRange.Ptr(), "Invalid "+kindName(pol.Kind)+" policy", "%s.", strings.TrimSuffix(le.Error(), "."))
+					c.errorf(c.policyFileRange(pol, le.File), "Invalid "+kindName(pol.Kind)+" policy", "%s.", strings.TrimSuffix(le.Error(), "."))
 				}
 				continue
 			}
 			c.errorf(c.block(pol.Address).DefRange.Ptr(), "Invalid "+kindName(pol.Kind)+" policy", "%s.", strings.TrimSuffix(err.Error(), "."))
 		}
 	}
+}
+
+// policyFileRange points at the attribute that named the file a policy
+// error is in (modules, data, policies, entities, schema), or at the policy.
+func (c *compiler) policyFileRange(pol plan.Policy, file string) *hcl.Range {
+	b := c.block(pol.Address)
+	has := func(refs ...*plan.FileRef) bool {
+		for _, r := range refs {
+			if r != nil && r.Path == file {
+				return true
+			}
+		}
+		return false
+	}
+	all := func(list []plan.FileRef) []*plan.FileRef {
+		out := make([]*plan.FileRef, len(list))
+		for i := range list {
+			out[i] = &list[i]
+		}
+		return out
+	}
+	var inner, attr string
+	switch {
+	case pol.OPA != nil && has(all(pol.OPA.Modules)...):
+		inner, attr = "opa", "modules"
+	case pol.OPA != nil && has(pol.OPA.Data):
+		inner, attr = "opa", "data"
+	case pol.Cedar != nil && has(all(pol.Cedar.Policies)...):
+		inner, attr = "cedar", "policies"
+	case pol.Cedar != nil && has(pol.Cedar.Entities):
+		inner, attr = "cedar", "entities"
+	case pol.Cedar != nil && has(pol.Cedar.Schema):
+		inner, attr = "cedar", "schema"
+	case pol.OPA != nil && file == "":
+		inner, attr = "opa", "query" // an undefined query names no file
+	}
+	if ib := b.One(inner); ib != nil && ib.Attrs[attr] != nil {
+		return ib.Attrs[attr].Expr.Range().Ptr()
+	}
+	return b.DefRange.Ptr()
 }
 
 func kindName(k string) string {

@@ -1,5 +1,5 @@
-policy "cedar" { # ERROR: Invalid Cedar policy
+policy "cedar" {
   cedar {
-    policies = ["policies/broken.cedar"]
+    policies = ["policies/broken.cedar"] # ERROR: Invalid Cedar policy
   }
 }

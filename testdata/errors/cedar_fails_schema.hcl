@@ -1,6 +1,6 @@
-policy "cedar" { # ERROR: Invalid Cedar policy
+policy "cedar" {
   cedar {
-    policies = ["policies/typo.cedar"]
+    policies = ["policies/typo.cedar"] # ERROR: Invalid Cedar policy
     schema   = "policies/symbi.cedarschema"
   }
 }

@@ -1,6 +1,6 @@
-policy "rego" { # ERROR: Invalid Rego policy
+policy "rego" {
   opa {
-    modules = ["policies/broken.rego"]
+    modules = ["policies/broken.rego"] # ERROR: Invalid Rego policy
     query   = "data.symbi.broken.decision"
   }
 }

@@ -1,6 +1,6 @@
-policy "rego" { # ERROR: Invalid Rego policy
+policy "rego" {
   opa {
     modules = ["policies/ok.rego"]
-    query   = "data.symbi.ok.decision"
+    query   = "data.symbi.ok.decision" # ERROR: Invalid Rego policy
   }
 }
