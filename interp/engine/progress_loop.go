@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// trackProgress applies the agent's progress block to one iteration's
+// observations, before they join the conversation: a failed tool call is
+// observed under the tool's name, a successful one forgets the tool's
+// failures. On skip the observation tells the model to stop calling the
+// tool; on abort the run ends with *StuckError; on escalate a person decides
+// whether the tool gets another chance (a refusal, or no one to ask, ends
+// the run like abort).
+//
+// The react loop calls it between act and observe, with one tracker per
+// run (NewProgressTracker(r.agent.Progress)).
+func (r *run) trackProgress(ctx context.Context, t *ProgressTracker, obs []observation) error {
+	for i := range obs {
+		o := &obs[i]
+		if o.tool == "" || o.tool == DelegateTool {
+			continue
+		}
+		switch o.kind {
+		case obsResult:
+			t.Succeeded(o.tool)
+			continue
+		case obsError:
+		default:
+			continue // a policy denial is the gate's answer, not a failure to make progress
+		}
+		switch t.Observe(o.tool, o.content) {
+		case ProgressSkip:
+			o.content += "\n" + SkipObservation(o.tool)
+		case ProgressAbort:
+			return t.Stuck(o.tool)
+		case ProgressEscalate:
+			a := policy.Action{Type: policy.ToolCall, Tool: o.tool, CallID: o.callID}
+			ok, err := r.escalate(ctx, a, "", 0, fmt.Errorf("%s keeps failing the same way: %s", o.tool, o.content))
+			if err != nil || !ok {
+				return errors.Join(t.Stuck(o.tool), err)
+			}
+			t.Succeeded(o.tool) // a person said go on: count afresh
+		}
+	}
+	return nil
+}
