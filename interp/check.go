@@ -192,7 +192,7 @@ func (c *compiler) checkPriced(who, modelAddr string, bu plan.Budget, subject *h
 // its budget before any candidate starts.
 func (c *compiler) checkPreflight() {
 	for _, n := range c.p.BestOfN {
-		if n.Budget == "" {
+		if n.Budget == "" || c.hasUnknowns(n.Address) || c.hasUnknowns(n.Budget) {
 			continue
 		}
 		bu := c.p.Budget(n.Budget)
@@ -214,6 +214,28 @@ func (c *compiler) checkPreflight() {
 				"%d candidates × $%g = $%g, more than %s max_cost_usd = $%g.", k, e.CostUSDPerCandidate, need, bu.Address, bu.MaxCostUSD)
 		}
 	}
+}
+
+// hasUnknowns reports whether a block or one of its nested blocks had a
+// value that is not known yet.
+func (c *compiler) hasUnknowns(addr string) bool {
+	if len(c.unknown) == 0 {
+		return false
+	}
+	var walk func(b *lang.Block) bool
+	walk = func(b *lang.Block) bool {
+		if c.unknown[b] {
+			return true
+		}
+		for _, n := range b.Blocks {
+			if walk(n) {
+				return true
+			}
+		}
+		return false
+	}
+	b := c.block(addr)
+	return b != nil && walk(b)
 }
 
 func satAdd(a, b int64) int64 {

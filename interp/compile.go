@@ -118,6 +118,9 @@ type compiler struct {
 	reads   map[string]plan.FileRef // by path relative to baseDir
 	rel     map[string]string       // diagnostic filename -> plan filename
 	schemas map[string]error        // JSON Schema -> its compile result
+	// unknown marks blocks with a value not known yet (validate without a
+	// variable's value): checks that need the value wait for plan.
+	unknown map[*lang.Block]bool
 	p       *plan.Plan
 }
 
@@ -132,6 +135,7 @@ func compileSources(baseDir string, srcs []lang.Source, opts Options) (*Config, 
 		reads:   map[string]plan.FileRef{},
 		rel:     map[string]string{},
 		schemas: map[string]error{},
+		unknown: map[*lang.Block]bool{},
 		p:       &plan.Plan{FormatVersion: plan.FormatVersion},
 	}
 	if c.ctx == nil {

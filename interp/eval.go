@@ -143,6 +143,9 @@ func (c *compiler) value(b *lang.Block, name string, ty cty.Type) (cty.Value, *h
 		return cty.NilVal, nil, false
 	}
 	v, ok := c.eval(a.Expr)
+	if ok && !v.IsWhollyKnown() {
+		c.unknown[b] = true
+	}
 	if !ok || v.IsNull() || !v.IsWhollyKnown() {
 		return cty.NilVal, a, false
 	}

@@ -169,6 +169,26 @@ agent "a" {
 	if _, diags := compileText(t, src, extra, Options{}); !diags.HasErrors() {
 		t.Fatal("plan without values should fail")
 	}
+	// A check that needs an unknown value waits for plan instead of
+	// judging a default.
+	bon := offline + `
+variable "n" { type = number }
+agent "a" { model = model.m }
+budget "bon" { max_total_tokens = 1000 }
+best_of_n "b" {
+  agent      = agent.a
+  candidates = var.n
+  budget     = budget.bon
+  estimate { total_tokens_per_candidate = 400 }
+  scorer { expr = 1 }
+}
+`
+	if _, diags := compileText(t, bon, extra, Options{Validate: true}); diags.HasErrors() {
+		t.Fatalf("validate judged an unknown: %s", listDiags(diags))
+	}
+	if _, diags := compileText(t, bon, extra, Options{Vars: map[string]string{"n": "3"}}); !diags.HasErrors() {
+		t.Fatal("3 × 400 tokens should not fit 1000")
+	}
 	bad := strings.Replace(src, "model.m\n  budget", "model.n\n  budget", 1)
 	if _, diags := compileText(t, bad, extra, Options{Validate: true}); !diags.HasErrors() {
 		t.Fatal("validate should still check references")
