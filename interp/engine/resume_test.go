@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,10 +49,9 @@ const chainScript = `{"turns":[
  {"when":"^4$","latency":"150ms","tool_calls":[{"id":"c3","name":"calculator","arguments":{"expression":"4+4"}}]},
  {"when":"^8$","latency":"150ms","chunks":["the answer ","is 8"]}]}`
 
-// TestResumeAfterSIGKILL kills a real symbi process with SIGKILL after
-// its second iteration is journalled, resumes the run with `symbi resume`,
-// and expects the answer of an uninterrupted run, in the same journal.
-func TestResumeAfterSIGKILL(t *testing.T) {
+// TestSymbiProcess builds the symbi binary and drives real processes:
+// one killed with SIGKILL and resumed, one interrupted with SIGINT.
+func TestSymbiProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the symbi binary")
 	}
@@ -65,6 +65,14 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	t.Run("SIGKILL then resume", func(t *testing.T) { resumeAfterSIGKILL(t, bin) })
+	t.Run("SIGINT cancels and journals it", func(t *testing.T) { interruptWithSIGINT(t, bin) })
+}
+
+// resumeAfterSIGKILL kills a symbi process with SIGKILL after its second
+// iteration is journalled, resumes the run with `symbi resume`, and
+// expects the answer of an uninterrupted run, in the same journal.
+func resumeAfterSIGKILL(t *testing.T, bin string) {
 
 	files := fixture{"main.hcl": chainHCL, "script.json": chainScript}
 	p, dir := files.compile(t)
@@ -129,23 +137,63 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	}
 }
 
+// interruptWithSIGINT interrupts a run waiting for a slow model: the run
+// ends as cancelled, journalled, and the process exits 130.
+func interruptWithSIGINT(t *testing.T, bin string) {
+	slow := strings.Replace(chainScript, `"when":"^start$","latency":"150ms"`, `"when":"^start$","latency":"1h"`, 1)
+	_, dir := fixture{"main.hcl": chainHCL, "script.json": slow}.compile(t)
+	state := filepath.Join(dir, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "run", "--state-dir", state, filepath.Join(dir, "main.hcl"), "start")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	runID := waitForEvent(t, ctx, state, journal.Started, 0)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	evs, err := journal.ReadFile(journal.Path(state, runID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d journal.TerminatedData
+	if last := evs[len(evs)-1]; last.Type != journal.Terminated || last.Decode(&d) != nil || d.Reason != "cancelled" {
+		t.Errorf("journal ends with %s %s", last.Type, last.Data)
+	}
+}
+
 // waitForIteration polls the state directory until a run has journalled
 // the observations of iteration n, and returns its id.
 func waitForIteration(t *testing.T, ctx context.Context, state string, n int) string {
+	t.Helper()
+	return waitForEvent(t, ctx, state, journal.ObservationsCollected, n)
+}
+
+// waitForEvent polls the state directory until its one run has journalled
+// an event of type typ in iteration n, and returns the run's id.
+func waitForEvent(t *testing.T, ctx context.Context, state, typ string, n int) string {
 	t.Helper()
 	for {
 		runs, _ := journal.ListRuns(state)
 		if len(runs) == 1 {
 			evs, _ := journal.ReadFile(journal.Path(state, runs[0].ID))
 			for _, ev := range evs {
-				if ev.Type == journal.ObservationsCollected && ev.Iteration == n {
+				if ev.Type == typ && ev.Iteration == n {
 					return runs[0].ID
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("no run reached iteration %d", n)
+			t.Fatalf("no run journalled %s in iteration %d", typ, n)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
