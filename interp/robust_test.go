@@ -299,3 +299,30 @@ func TestParseKeepsExpressionsRaw(t *testing.T) {
 		t.Fatalf("traversal lost: %#v", vars)
 	}
 }
+
+func TestLoadPlanFile(t *testing.T) {
+	cfg, diags := compileText(t, offline+"agent \"a\" {\n  model = model.m\n}\n", map[string]string{"s.json": "{}"}, Options{})
+	if diags.HasErrors() {
+		t.Fatal(listDiags(diags))
+	}
+	js, err := plan.Encode(cfg.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, path, js)
+	p, err := LoadPlanFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Agent("agent.a") == nil || p.SourceHash != cfg.Plan.SourceHash {
+		t.Fatalf("loaded plan differs: %+v", p)
+	}
+	writeFile(t, path, []byte(`{"format_version": 99}`))
+	if _, err := LoadPlanFile(path); err == nil || !strings.Contains(err.Error(), "format_version 99") {
+		t.Fatalf("want a format_version error, got %v", err)
+	}
+	if _, err := LoadPlanFile(filepath.Join(t.TempDir(), "nope.json")); !os.IsNotExist(err) {
+		t.Fatalf("want not-exist, got %v", err)
+	}
+}
