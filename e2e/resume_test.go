@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/symbi-dev/symbi/journal"
+)
+
+// TestKillAndResume kills `symbi run` with SIGKILL at several points of a
+// slow tool loop (testdata/e2e/resume), resumes each run with `symbi
+// resume`, and expects the answer and the journal of an uninterrupted run:
+// the same answer on stdout and in the terminated event, one journal with
+// consecutive seqs and two started events, every tool call gated.
+func TestKillAndResume(t *testing.T) {
+	dir := fixture(t, "resume")
+	whole := filepath.Join(t.TempDir(), "state")
+	r := symbi(t, call{dir: dir}, "run", "--state-dir", whole, ".", "walk")
+	if r.code != 0 {
+		t.Fatalf("uninterrupted run:\n%s", r)
+	}
+	want := terminated(t, readJournal(t, whole, onlyRun(t, whole)))
+	if want.Answer == "" || strings.TrimSpace(r.stdout) != want.Answer {
+		t.Fatalf("uninterrupted run: answer %q, stdout %q", want.Answer, r.stdout)
+	}
+
+	// Kill once the journal has this many events: the process is then in
+	// the middle of something slow.
+	points := []struct {
+		name   string
+		events int
+	}{
+		{"first model call", 1},          // started
+		{"second model call", 6},         // iteration 1 observed
+		{"second tool call", 9},          // iteration 2 dispatched
+		{"third tool call", 14},          // iteration 3 dispatched
+		{"after the last tool call", 16}, // iteration 3 observed
+	}
+	for _, pt := range points {
+		t.Run(strings.ReplaceAll(pt.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			state := filepath.Join(t.TempDir(), "state")
+			p := start(t, call{dir: dir}, "run", "--state-dir", state, ".", "walk")
+			id, before := waitForEvents(t, state, pt.events)
+			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			p.cmd.Wait()
+			killed := readJournal(t, state, id)
+			for _, ev := range killed {
+				if ev.Type == journal.Terminated {
+					t.Fatalf("the run finished before the kill (the machine is too slow for the kill points?): %v", eventTypes(killed))
+				}
+			}
+			t.Logf("killed after %s (%d events; %d when polled)", killed[len(killed)-1].Type, len(killed), before)
+
+			ls := symbi(t, call{}, "runs", "--state-dir", state)
+			if !strings.Contains(ls.stdout, "incomplete") {
+				t.Errorf("symbi runs does not show the killed run as incomplete:\n%s", ls)
+			}
+
+			r := symbi(t, call{dir: t.TempDir()}, "resume", "--state-dir", state, id)
+			if r.code != 0 {
+				t.Fatalf("symbi resume:\n%s", r)
+			}
+			if got := strings.TrimSpace(r.stdout); got != want.Answer {
+				t.Errorf("resumed answer %q, uninterrupted %q", got, want.Answer)
+			}
+			evs := readJournal(t, state, id)
+			assertGated(t, evs)
+			end := terminated(t, evs)
+			if end.Reason != "completed" || end.Answer != want.Answer {
+				t.Errorf("terminated %q with answer %q; want completed with %q", end.Reason, end.Answer, want.Answer)
+			}
+			if len(evs) <= len(killed) || evs[len(killed)].Type != journal.Started {
+				t.Errorf("the resumed attempt does not continue the journal with a started event: %v", eventTypes(evs))
+			}
+			var resumed journal.StartedData
+			if err := evs[len(killed)].Decode(&resumed); err != nil || resumed.Resume != killed[len(killed)-1].Seq {
+				t.Errorf("the resumed started event says resume_after_seq %d (%v), want %d", resumed.Resume, err, killed[len(killed)-1].Seq)
+			}
+			if end.Iterations != want.Iterations {
+				t.Errorf("%d iterations in all, uninterrupted %d", end.Iterations, want.Iterations)
+			}
+			if end.Usage.ModelCalls > want.Usage.ModelCalls+1 {
+				t.Errorf("%d model calls over both attempts; uninterrupted %d, and at most one may be redone", end.Usage.ModelCalls, want.Usage.ModelCalls)
+			}
+
+			// A finished run cannot be resumed again.
+			if again := symbi(t, call{}, "resume", "--state-dir", state, id); again.code == 0 {
+				t.Errorf("a finished run resumed again:\n%s", again)
+			}
+		})
+	}
+}
+
+// waitForEvents polls a state directory until its one run has journalled
+// at least n events, and returns the run id and the count it saw.
+func waitForEvents(t *testing.T, state string, n int) (string, int) {
+	t.Helper()
+	deadline := time.Now().Add(hangLimit)
+	for time.Now().Before(deadline) {
+		runs, err := journal.ListRuns(state)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if len(runs) == 1 {
+			evs, _ := journal.ReadFile(journal.Path(state, runs[0].ID))
+			if len(evs) >= n {
+				return runs[0].ID, len(evs)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no run in %s reached %d events within %v", state, n, hangLimit)
+	return "", 0
+}
