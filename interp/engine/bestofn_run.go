@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/symbi-dev/symbi/journal"
@@ -91,7 +92,6 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 		mu      sync.Mutex // guards stop and the journal calls
 		stop    error
 		wg      sync.WaitGroup
-		slots   = make(chan struct{}, max(b.cfg.MaxConcurrency, 1))
 		started = make([]bool, n)
 	)
 	setStop := func(err error) {
@@ -140,21 +140,23 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 		return StatusTimedOut
 	}
 
-	for i := 0; i < n; i++ {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		started[i] = true
+	// max_concurrency workers take candidates in index order; a worker that
+	// finishes one goes straight on to the next, so no slot waits for a
+	// dispatcher to wake up.
+	var next atomic.Int64
+	for range min(max(b.cfg.MaxConcurrency, 1), n) {
 		wg.Add(1)
-		go func(c *Candidate) {
+		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			b.runCandidate(ctx, c, record, setStop, interrupted)
-		}(&cs[i])
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				started[i] = true
+				b.runCandidate(ctx, &cs[i], record, setStop, interrupted)
+			}
+		}()
 	}
 	wg.Wait()
 	defer flush()
