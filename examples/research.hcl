@@ -90,6 +90,12 @@ recovery "patient" {
     initial_backoff = "100ms"
     on              = ["timeout", "transport"]
   }
+  cached_result {
+    max_staleness = "5m"
+  }
+  llm_recovery {
+    max_attempts = 1
+  }
   dead_letter {}
 }
 
@@ -130,6 +136,12 @@ agent "researcher" {
     strategy     = "observation_masking"
     token_budget = 16000
     recent       = 4
+  }
+
+  plan { # used when a run switches this agent to plan_execute
+    max_steps          = 5
+    max_parallel_steps = 2
+    step_timeout       = "30s"
   }
 
   progress {
