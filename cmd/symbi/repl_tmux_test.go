@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReplTmux drives the real `symbi repl` on a terminal, under tmux:
+// Tab completes an attribute path, open brackets continue the input on
+// the next line, an error shows a caret, and the history is saved. The
+// symbi on PATH is this test binary (TestMain puts it there).
+func TestReplTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the terminal test")
+	}
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed; the terminal test of completion and multi-line input needs it (apt-get install tmux)")
+	}
+	symbi, err := exec.LookPath("symbi")
+	if err != nil {
+		t.Skip("symbi is not on PATH")
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/repl/config")); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	history := filepath.Join(dir, "history")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	tm := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, tmux, append([]string{"-S", sock}, args...)...)
+		cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+		out, err := cmd.CombinedOutput()
+		if err != nil && args[0] != "kill-server" && args[0] != "capture-pane" {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	tm("new-session", "-d", "-s", "repl", "-x", "150", "-y", "50", "-c", dir,
+		"env SYMBI_REPL_HISTORY="+history+" "+symbi+" repl .; sleep 30")
+	t.Cleanup(func() { tm("kill-server") })
+
+	// waitFor polls the screen until re matches it (tmux drops trailing
+	// spaces, so the prompt "> " reads ">"): the REPL answers in its
+	// own time, and the test only needs to know that it did.
+	waitFor := func(what string, re *regexp.Regexp) {
+		t.Helper()
+		for {
+			screen := tm("capture-pane", "-p", "-t", "repl")
+			if re.MatchString(screen) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: %s never appeared; the screen:\n%s", what, re, screen)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	keys := func(literal string, then ...string) {
+		t.Helper()
+		if literal != "" {
+			tm("send-keys", "-t", "repl", "-l", literal)
+		}
+		if len(then) > 0 {
+			tm(append([]string{"send-keys", "-t", "repl"}, then...)...)
+		}
+	}
+
+	waitFor("the prompt", regexp.MustCompile(`(?m)^> ?$`))
+
+	keys("agent.assistant.lo", "Tab")
+	waitFor("Tab completing the attribute", regexp.MustCompile(`(?m)^> agent\.assistant\.loop\s*$`))
+	keys(".mo", "Tab")
+	waitFor("Tab completing the next attribute", regexp.MustCompile(`(?m)^> agent\.assistant\.loop\.mode\s*$`))
+	keys("", "Enter")
+	waitFor("the value", regexp.MustCompile(`(?m)^"react"\s*$`))
+
+	keys("{", "Enter")
+	waitFor("the continuation prompt", regexp.MustCompile(`(?m)^\.\.\.\s*$`))
+	keys("a = upper(var.topic)", "Enter")
+	keys("}", "Enter")
+	waitFor("the multi-line value", regexp.MustCompile(`(?m)^\{\s*\n  a = "TIDES"\s*\n\}\s*$`))
+
+	keys("agent.nobody", "Enter")
+	waitFor("a diagnostic with a caret", regexp.MustCompile(`(?m)^   1: agent\.nobody\s*\n\s+\^+\s*$`))
+
+	keys(":quit", "Enter")
+	for {
+		b, _ := os.ReadFile(history)
+		if strings.Contains(string(b), ":quit") {
+			if !strings.Contains(string(b), "agent.assistant.loop.mode\n") {
+				t.Errorf("history:\n%s", b)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the history was never saved to %s", history)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
