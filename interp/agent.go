@@ -196,6 +196,16 @@ func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
 				c.errorf(hb.Attrs["patterns"].Expr.Range().Ptr(), "Invalid regular expression", "pattern %q: %s.", name, err)
 			}
 		}
+		kinds := []string{"url", "file"}
+		for name := range a.PreHydrate.Patterns {
+			kinds = append(kinds, name)
+		}
+		for _, kind := range keys(a.PreHydrate.Resolvers) {
+			if !checkEnum(kind, kinds) {
+				c.errorf(hb.Attrs["resolvers"].Expr.Range().Ptr(), "Unknown reference kind",
+					"resolvers has %q, which is neither url, file nor a name in patterns.%s", kind, suggest(kind, kinds))
+			}
+		}
 	}
 	return a
 }

@@ -18,6 +18,7 @@ import (
 func (c *compiler) check() {
 	c.fillMCPEffects()
 	c.checkAgents()
+	c.checkCapabilities()
 	c.checkPricing()
 	c.checkPreflight()
 	c.checkDelegationCycles()
@@ -129,6 +130,50 @@ func (c *compiler) loopAttr(agent, attr string) *hcl.Range {
 		return lb.Attrs[attr].Expr.Range().Ptr()
 	}
 	return b.DefRange.Ptr()
+}
+
+// checkCapabilities refuses a router that no model can satisfy and an agent
+// with tools whose models cannot call tools: both would fail on every call.
+func (c *compiler) checkCapabilities() {
+	hasAll := func(m *plan.Model, need []string) bool {
+		for _, n := range need {
+			if !checkEnum(n, m.Capabilities) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range c.p.Routers {
+		if len(r.Require) == 0 {
+			continue
+		}
+		ok := false
+		for _, addr := range r.Models {
+			if m := c.p.Model(addr); m != nil && hasAll(m, r.Require) && m.Quality >= r.MinimumQuality {
+				ok = true
+			}
+		}
+		if !ok && len(r.Models) > 0 {
+			c.errorf(c.attrRange(r.Address, "require"), "Router can choose no model",
+				"None of %s's models has every required capability (%s) at minimum_quality %g.", r.Address, strings.Join(r.Require, ", "), r.MinimumQuality)
+		}
+	}
+	for _, a := range c.p.Agents {
+		if len(a.Tools) == 0 && len(a.Delegates) == 0 {
+			continue
+		}
+		models := c.reachableModels(a.Model)
+		capable := false
+		for _, addr := range models {
+			if m := c.p.Model(addr); m != nil && hasAll(m, []string{"tools"}) {
+				capable = true
+			}
+		}
+		if !capable && len(models) > 0 {
+			c.errorf(c.attrRange(a.Address, "model"), "Model cannot call tools",
+				"%s has tools or delegates, but %s lists no \"tools\" capability, so it could never call them. Add \"tools\" to the model's capabilities or remove the tools.", a.Address, a.Model)
+		}
+	}
 }
 
 // reachableModels lists the models an agent can call: its model, or every
