@@ -17,6 +17,7 @@ const (
 	argPath
 	argAddress // any block address
 	argAgent
+	argRunnable // an agent or a best_of_n
 	argPolicy
 	argTool
 	argRun
@@ -44,7 +45,7 @@ func commandTable() []command {
 		{name: ":tools", usage: "ADDR", help: "an agent's effective tools after its tool_profile, and its MCP servers", needsConfig: true, arg: argAgent, run: (*Session).tools},
 		{name: ":gate", usage: "POLICY ACTION_EXPR", help: "one policy's decision on an action object, e.g. {type = \"tool_call\", tool = \"shell\", arguments = {cmd = \"sudo ls\"}}", needsConfig: true, arg: argPolicy, run: (*Session).gate},
 		{name: ":call", usage: "TOOL [ARGS_EXPR]", help: "validate, gate through the policies of the agents that use the tool, and run it", needsConfig: true, arg: argTool, run: (*Session).callTool},
-		{name: ":run", usage: "ADDR [INPUT]", help: "run an agent on INPUT (var.input when left out) and print the answer and a summary", needsConfig: true, arg: argAgent, run: (*Session).runAgent},
+		{name: ":run", usage: "ADDR [INPUT]", help: "run an agent (or a best_of_n) on INPUT (var.input when left out) and print the answer and a summary", needsConfig: true, arg: argRunnable, run: (*Session).runAgent},
 		{name: ":step", usage: "ADDR [INPUT]", help: "run an agent one phase per Enter: proposed actions, decisions, observations", needsConfig: true, arg: argAgent, run: (*Session).stepAgent},
 		{name: ":continue", help: "finish the run :step is walking through without stopping", run: (*Session).continueStep},
 		{name: ":abort", help: "cancel the run :step is walking through", run: (*Session).abortStep},

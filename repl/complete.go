@@ -152,11 +152,13 @@ func (s *Session) completeArg(kind argKind, word string) []string {
 		}
 		return withPrefix(ids, word)
 	}
-	kinds := map[argKind]string{argAgent: "agent.", argPolicy: "policy.", argTool: "tool."}
+	kinds := map[argKind][]string{argAgent: {"agent."}, argRunnable: {"agent.", "best_of_n."}, argPolicy: {"policy."}, argTool: {"tool."}}
 	var out []string
 	for _, a := range s.addresses() {
-		if strings.HasPrefix(a, kinds[kind]) && strings.HasPrefix(a, word) {
-			out = append(out, a)
+		for _, k := range kinds[kind] {
+			if strings.HasPrefix(a, k) && strings.HasPrefix(a, word) {
+				out = append(out, a)
+			}
 		}
 	}
 	return out

@@ -204,3 +204,31 @@ func TestStepCancelledContext(t *testing.T) {
 		t.Errorf("the next Enter runs the next phase: %q", got)
 	}
 }
+
+func TestRunBestOfN(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"best_of_n.hcl", "scripts/bon_vote.json"} {
+		b, err := os.ReadFile(filepath.Join("../examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(Options{})
+	defer s.Close()
+	if diags := s.Load(dir); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if _, got := s.CompleteAt(":run b"); !cmp.Equal(got, []string{"best_of_n.answer"}) {
+		t.Errorf(":run completes best_of_n: %q", got)
+	}
+	out := handle(t, s, ":run best_of_n.answer")
+	if !strings.HasPrefix(out, "42\n-- run ") || !strings.Contains(out, " completed: ") {
+		t.Errorf(":run best_of_n.answer:\n%s", out)
+	}
+}

@@ -581,3 +581,38 @@ func TestPrompt(t *testing.T) {
 		t.Errorf("prompts %q %q", s.Prompt(), s.ContinuationPrompt())
 	}
 }
+
+func TestSensitiveVariablesAreNotShown(t *testing.T) {
+	dir := t.TempDir()
+	src := `
+variable "token" {
+  type      = string
+  default   = "s3cret"
+  sensitive = true
+}
+
+variable "name" {
+  type    = string
+  default = "open"
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{})
+	if diags := s.Load(dir); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	for in, want := range map[string]string{
+		"var.token":                  "(sensitive value)\n",
+		"upper(var.token)":           "(sensitive value)\n",
+		"var":                        "(sensitive value)\n",
+		"var.name":                   "\"open\"\n",
+		"length(var.token) > 0":      "(sensitive value)\n",
+		`"${var.name}-${var.token}"`: "(sensitive value)\n",
+	} {
+		if got := handle(t, s, in); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
+		}
+	}
+}
