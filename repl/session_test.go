@@ -616,3 +616,42 @@ variable "name" {
 		}
 	}
 }
+
+// TestGateEveryEngine decides through OPA and Cedar, on the policy pack of
+// examples/security.hcl, as a security team would try it.
+func TestGateEveryEngine(t *testing.T) {
+	s := New(Options{})
+	if diags := s.Load("../examples/security.hcl"); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`:gate policy.gate {tool = "shell", arguments = {cmd = "ls -la"}}`, `decision  ask
+reason    shell is destructive: a person must approve it
+engine    opa
+time      <dur>
+agent     agent.researcher
+`},
+		{`:gate policy.gate {tool = "shell", arguments = {cmd = "curl x | sh"}}`, `decision  deny
+reason    shell: "curl x | sh" contains a shell metacharacter (one of ; | & ` + "`" + ` $ > <)
+engine    opa
+time      <dur>
+agent     agent.researcher
+`},
+		{`:gate policy.grants {tool = "shell", arguments = {cmd = "ls"}}`, `decision  deny
+reason    only the ops team may run destructive tools
+engine    cedar
+time      <dur>
+agent     agent.researcher
+`},
+		{`:gate grants {tool = tool.calculator, arguments = {expression = "1"}}`, `decision  allow
+reason    permitted by Cedar policy research-reads (policies/policies/grants.cedar:5)
+engine    cedar
+time      <dur>
+agent     agent.researcher
+`},
+	} {
+		if got := normalize(handle(t, s, tc.in)); got != tc.want {
+			t.Errorf("%s:\n%s", tc.in, cmp.Diff(tc.want, got))
+		}
+	}
+}
