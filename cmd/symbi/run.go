@@ -292,7 +292,7 @@ func (p *runPrinter) event(ev engine.Event) {
 		}
 		return
 	}
-	if line := describeEvent(ev); line != "" {
+	if line := describeEvent(ev, false); line != "" {
 		p.endLine()
 		fmt.Fprintf(p.stderr, "%s%s\n", strings.Repeat("  ", ev.Depth), line)
 	}
@@ -319,7 +319,9 @@ func waitsForModel(typ string) bool {
 }
 
 // describeEvent is the compact stderr form of an event; "" hides it.
-func describeEvent(ev engine.Event) string {
+// Unless verbose, an answer that no policy addressed (allowed by default)
+// is not worth a line of its own.
+func describeEvent(ev engine.Event, verbose bool) string {
 	var d map[string]any
 	_ = json.Unmarshal(ev.Data, &d)
 	str := func(k string) string { s, _ := d[k].(string); return s }
@@ -361,6 +363,9 @@ func describeEvent(ev engine.Event) string {
 			what, _ := act["tool"].(string)
 			if what == "" {
 				what, _ = act["type"].(string)
+			}
+			if !verbose && outcome == "allow" && pol == "" && act["type"] == "respond" {
+				continue
 			}
 			mark := "✓"
 			if outcome == "deny" {

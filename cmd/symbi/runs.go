@@ -119,7 +119,7 @@ func showTimeline(w io.Writer, evs []journal.Event) {
 // for the events it leaves out, the gist of their data.
 func timelineDetail(ev journal.Event) string {
 	e := engine.Event{Type: ev.Type, Data: ev.Data, RunID: ev.RunID, Agent: ev.Agent, Iteration: ev.Iteration}
-	if line := describeEvent(e); line != "" {
+	if line := describeEvent(e, true); line != "" {
 		return strings.ReplaceAll(line, "\n", "; ")
 	}
 	var d map[string]any
