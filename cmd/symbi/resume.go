@@ -37,7 +37,7 @@ of "symbi run".`,
 				Approver:  newApprover(cmd, stateDir),
 			})
 			if err != nil {
-				if errors.Is(err, engine.ErrRunFinished) {
+				if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, engine.ErrNotResumable) {
 					return exitWith(exitInvalid, "%v", err)
 				}
 				if ctx.Err() != nil {

@@ -16,6 +16,9 @@ import (
 // already ends with a terminated event.
 var ErrRunFinished = errors.New("run already finished")
 
+// ErrNotResumable is returned for a run whose journal cannot be continued.
+var ErrNotResumable = errors.New("run cannot be resumed")
+
 // Resume continues an interrupted run of this engine's plan from its last
 // complete iteration: the conversation is rebuilt from the journal (the
 // assistant message of each reasoning_complete and the messages of each
@@ -32,6 +35,10 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Result, error) {
 	st, err := startOf(events)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	if st.BestOfN != "" {
+		// Candidates persist nothing, so there is no history to resume from.
+		return nil, fmt.Errorf("run %s: %w: %s is a best-of-N run; run it again", runID, ErrNotResumable, st.BestOfN)
 	}
 	for _, ev := range events {
 		if ev.Type == journal.Terminated {
