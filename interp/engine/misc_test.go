@@ -242,3 +242,43 @@ func TestAPIKeyNeverReachesJournalOrObserver(t *testing.T) {
 		t.Error("expected the echoed key to be redacted")
 	}
 }
+
+func TestToolTimeoutAndCircuitBreaker(t *testing.T) {
+	hcl := `
+tool "slow" {
+  description = "never answers in time"
+  command {
+    argv = ["sleep", "30"]
+  }
+  effect = "read"
+  circuit_breaker {
+    failure_threshold   = 1
+    recovery_timeout    = "1h"
+    half_open_max_calls = 1
+  }
+}
+policy "rules" {
+  rules {
+    allow = ["slow", "calculator"]
+  }
+}
+`
+	hcl = strings.Replace(agentHCL(hcl, "policies = [policy.rules]\nloop {\n tool_timeout = \"100ms\"\n}"), "tools    = [tool.calculator]", "tools    = [tool.calculator, tool.slow]", 1)
+	p, dir := fixture{"main.hcl": hcl, "script.json": `{"turns":[]}`}.compile(t)
+	m := scriptedModel(t, `{"turns":[
+		{"tool_calls":[{"id":"c1","name":"slow","arguments":{}}]},
+		{"tool_calls":[{"id":"c2","name":"slow","arguments":{}}]},
+		{"content":"gave up"}]}`)
+	e, _ := newEngine(t, p, dir, withModel(m))
+	res := mustRun(t, e, "a", "x", RunOptions{})
+	if res.Termination.Reason != Completed || res.Answer != "gave up" {
+		t.Fatalf("got %s %q", res.Termination, res.Answer)
+	}
+	reqs := m.Requests()
+	if got := lastToolMessages(reqs[1])[0].Content; !strings.HasPrefix(got, "[tool failed: timeout]") {
+		t.Errorf("first call: %q", got)
+	}
+	if got := lastToolMessages(reqs[2]); !strings.HasPrefix(got[len(got)-1].Content, "[tool failed: circuit_open]") {
+		t.Errorf("second call: %q", got[len(got)-1].Content)
+	}
+}
