@@ -48,16 +48,16 @@ func runRepl(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	ctx := cmd.Context()
 	in, out, errOut := cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-	interactive := isTerminal(in) && isTerminal(out)
 	opts := repl.Options{
 		Vars:      copts.Vars,
 		VarFiles:  copts.VarFiles,
 		LookupEnv: os.LookupEnv,
 	}
-	var rl *readline.Instance
-	if interactive {
-		rl, err = newReadline(in, out, errOut)
+
+	if isTerminal(in) && isTerminal(out) {
+		rl, err := newReadline(in, out, errOut)
 		if err != nil {
 			return exitWith(exitFailure, "repl: %v", err)
 		}
@@ -66,34 +66,38 @@ func runRepl(cmd *cobra.Command, args []string) error {
 			rl.SetPrompt(prompt)
 			return rl.Readline()
 		}}
-	}
-	lines := newLineSource(in)
-	if !interactive {
-		opts.Approver = &lineApprover{out: out, by: "script", read: func(prompt string) (string, error) {
-			fmt.Fprint(out, prompt)
-			line, err := lines.next()
-			fmt.Fprintln(out, line)
-			return line, err
-		}}
-	}
-	sess := repl.New(opts)
-	defer sess.Close()
-
-	ctx := cmd.Context()
-	if path, ok := replPath(args); ok {
-		// A configuration that does not load is reported, and the session
-		// starts without it: fix the files and :reload.
-		diags := sess.Load(path)
-		repl.WriteDiagnostics(errOut, sess.Files(), diags)
-		if interactive && sess.Loaded() != "" {
+		sess := startSession(opts, args, errOut)
+		defer sess.Close()
+		if sess.Loaded() != "" {
 			fmt.Fprint(errOut, sess.Summary())
 		}
-	}
-	if interactive {
 		fmt.Fprintln(errOut, "symbi repl: :help for commands, Tab to complete, Ctrl-D to quit.")
 		return interactiveLoop(ctx, sess, rl, out, errOut)
 	}
+
+	// A script: the approver reads its answer from the script's next line.
+	lines := newLineSource(in)
+	opts.Approver = &lineApprover{out: out, by: "script", read: func(prompt string) (string, error) {
+		fmt.Fprint(out, prompt)
+		line, err := lines.next()
+		fmt.Fprintln(out, line)
+		return line, err
+	}}
+	sess := startSession(opts, args, errOut)
+	defer sess.Close()
 	return scriptLoop(ctx, sess, lines, out, errOut)
+}
+
+// startSession makes the session and loads PATH. A configuration that does
+// not load is reported, and the session starts without it: fix the files
+// and :reload.
+func startSession(opts repl.Options, args []string, errOut io.Writer) *repl.Session {
+	sess := repl.New(opts)
+	if path, ok := replPath(args); ok {
+		diags := sess.Load(path)
+		repl.WriteDiagnostics(errOut, sess.Files(), diags)
+	}
+	return sess
 }
 
 // replPath is the configuration to load: PATH, or the current directory
