@@ -3,6 +3,7 @@ package e2e
 import (
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,5 +81,59 @@ func TestEveryFaultThroughTheCLI(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStallEndsByBudgetTimeout stalls a model that has no stream timeouts:
+// the budget's 2 s timeout must end the run (exit 3, terminated timeout),
+// before or after the first event.
+func TestStallEndsByBudgetTimeout(t *testing.T) {
+	dir := fixture(t, "faults")
+	for _, fault := range []fakeserver.Reply{
+		{Fault: fakeserver.FaultStallBeforeFirstEvent},
+		{Chunks: []string{"a", "b", "c"}, Fault: fakeserver.FaultStallMidStream, EventsBeforeFault: 2},
+	} {
+		t.Run(fault.Fault.String(), func(t *testing.T) {
+			t.Parallel()
+			srv := fakeserver.New(t, fakeserver.WithReplies(fault))
+			state := filepath.Join(t.TempDir(), "state")
+			r := symbi(t, call{dir: dir, timeout: 30 * time.Second},
+				"run", "--agent", "untimed", "--state-dir", state, "--var", "base_url="+srv.URL(), ".", "hello")
+			if r.code != 3 {
+				t.Errorf("exit %d, want 3 (stopped by the budget's timeout)\n%s", r.code, r)
+			}
+			end := terminated(t, readJournal(t, state, onlyRun(t, state)))
+			if end.Reason != "timeout" {
+				t.Errorf("terminated %q (%s), want timeout", end.Reason, end.Error)
+			}
+		})
+	}
+}
+
+// TestCtrlCDuringStall interrupts a run whose model has stalled: the run
+// is cancelled cooperatively (exit 130, terminated cancelled in the
+// journal), without waiting for any timeout.
+func TestCtrlCDuringStall(t *testing.T) {
+	dir := fixture(t, "faults")
+	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Reply{Fault: fakeserver.FaultStallBeforeFirstEvent}))
+	state := filepath.Join(t.TempDir(), "state")
+	p := start(t, call{dir: dir, timeout: 30 * time.Second}, "run", "--agent", "untimed", "--state-dir", state, "--var", "base_url="+srv.URL(), ".", "hello")
+	deadline := time.Now().Add(hangLimit)
+	for len(srv.Requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait(t)
+	if r.code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130\n%s", r.code, r)
+	}
+	if r.elapsed > 1900*time.Millisecond {
+		t.Logf("the cancelled run took %v: did it wait for the budget's timeout?", r.elapsed)
+	}
+	end := terminated(t, readJournal(t, state, onlyRun(t, state)))
+	if end.Reason != "cancelled" {
+		t.Errorf("terminated %q (%s), want cancelled", end.Reason, end.Error)
 	}
 }

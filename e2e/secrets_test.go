@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -247,4 +248,42 @@ func assertNoSecrets(t *testing.T, outputs, secrets map[string]string) {
 func excerpt(text string, i, n int) string {
 	from, to := max(0, i-80), min(len(text), i+n+40)
 	return strings.ReplaceAll(text[from:to], "\n", `\n`)
+}
+
+// TestSecretInModelURLStaysOut gives a model an env() endpoint URL with a
+// secret in its path and a port where nothing listens: the run fails
+// (exit 4), and neither its output nor its journal may show the URL.
+func TestSecretInModelURLStaysOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	dir := fixture(t, "secret_url")
+	state := filepath.Join(t.TempDir(), "state")
+	c := call{dir: dir, env: []string{"SYMBI_E2E_BASE_URL=http://" + closed + "/v1/" + secretToken}}
+	outputs := map[string]string{}
+	for _, mode := range []string{"", "--json"} {
+		args := []string{"run", "--state-dir", state}
+		if mode != "" {
+			args = append(args, mode)
+		}
+		r := symbi(t, c, append(args, ".", "hi")...)
+		if r.code != 4 || !strings.Contains(r.stdout+r.stderr, "transport_failed") {
+			t.Fatalf("run %s: want exit 4 with transport_failed\n%s", mode, r)
+		}
+		outputs["run "+mode+" stdout"] = r.stdout
+		outputs["run "+mode+" stderr"] = r.stderr
+	}
+	r := symbi(t, c, "runs", "show", "--state-dir", state, "latest")
+	outputs["runs show stdout"] = r.stdout
+	filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(path)
+			outputs["state file "+path] = string(b)
+		}
+		return nil
+	})
+	assertNoSecrets(t, outputs, map[string]string{"the secret in the model's URL": secretToken})
 }

@@ -67,3 +67,23 @@ agent "plain" {
     mode = "simple"
   }
 }
+
+# No stream timeouts at all: only the budget's timeout can end a stalled call.
+model "untimed" {
+  provider     = "openai"
+  name         = "e2e-model"
+  base_url     = var.base_url
+  capabilities = ["tools", "streaming"]
+}
+
+budget "two_seconds" {
+  timeout = "2s"
+}
+
+agent "untimed" {
+  model  = model.untimed
+  budget = budget.two_seconds
+  loop {
+    mode = "simple"
+  }
+}
