@@ -130,11 +130,11 @@ func (s *Session) tools(_ context.Context, c call) (string, hcl.Diagnostics) {
 		fmt.Fprintf(w, "  %s\t%s\teffect %s\tapproval %s\t%s\n", n, executorSummary(t.Executor), t.Effect, t.Approval, firstSentence(t.Description))
 	}
 	for _, m := range servers {
-		where := m.URL.Value
+		where := planString(m.URL)
 		if len(m.Command) > 0 {
 			var argv []string
 			for _, a := range m.Command {
-				argv = append(argv, a.Value)
+				argv = append(argv, planString(a))
 			}
 			where = strings.Join(argv, " ")
 		}
@@ -154,6 +154,15 @@ func (s *Session) tools(_ context.Context, c call) (string, hcl.Diagnostics) {
 		fmt.Fprintf(&b, "removed by the profile: %s\n", strings.Join(removed, ", "))
 	}
 	return b.String(), nil
+}
+
+// planString shows a plan string as written: its value, or the source of
+// the deferred expression (never evaluated here: it may read a secret).
+func planString(s plan.String) string {
+	if s.Deferred != nil {
+		return s.Deferred.Source
+	}
+	return s.Value
 }
 
 func profileSummary(p *plan.ToolProfile) string {

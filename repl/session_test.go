@@ -655,3 +655,30 @@ agent     agent.researcher
 		}
 	}
 }
+
+func TestToolsListsServersAndDelegates(t *testing.T) {
+	s := New(Options{})
+	if diags := s.Load("../examples/mcp.hcl"); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	out := handle(t, s, ":tools browser")
+	for _, want := range []string{
+		"  read_text        mcp mcp_server.fs ",
+		"  mcp_server.fs    MCP server npx -y @modelcontextprotocol/server-filesystem . ",
+		// A deferred URL shows its expression: env() is not read here.
+		`  mcp_server.docs  MCP server env("DOCS_MCP_URL", "http://127.0.0.1:9000/mcp") `,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf(":tools browser lacks %q:\n%s", want, out)
+		}
+	}
+	if diags := s.Load("../examples/delegation.hcl"); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if out := handle(t, s, ":tools lead"); !strings.Contains(out, "  delegate  engine  effect none") || !strings.Contains(out, "hands a task to agent.researcher") {
+		t.Errorf(":tools lead:\n%s", out)
+	}
+	if got := handle(t, s, ":plan settings"); got != "settings {\n  journal_sync = \"background\"\n  state_dir = \".symbi\"\n}\n" {
+		t.Errorf(":plan settings: %q", got)
+	}
+}
