@@ -14,7 +14,11 @@
 //	New(p *plan.Plan, opts Options) (*Engine, error)
 //	(*Engine).Run(ctx, agent, input string, ro RunOptions) (*Result, error)
 //	(*Engine).Resume(ctx, runID string) (*Result, error)
-//	(*Engine).Close() error
+//	ResumeRun(ctx, stateDir, runID string, opts Options) (*Result, error)
+//	(*Engine).Sync() error   // finished runs' journals on stable storage
+//	(*Engine).Close() error  // Sync, then stop tools and close stores
+//
+// docs/engine.md describes a run phase by phase.
 //
 // Run returns a Result for every run that started, whatever its end; the
 // error is non-nil only when the run could not start (unknown agent, a model
@@ -37,7 +41,7 @@
 //
 // The run primitives a mode builds on (all in run.go / act.go):
 //
-//	r.reason(ctx, msgs, call) (provider.Response, error)   one model call: routing, context fit, budget reservation, streaming, journal
+//	r.reason(ctx, modelCall) (provider.Response, error)    one model call: routing, context fit, budget reservation, streaming, journal
 //	r.gateAction(ctx, a policy.Action) gated              schema check, policy chain, approver for asks, journal
 //	r.act(ctx, []policy.Approved) []observation            dispatch under max_concurrent_tools, tool_timeout, recovery
 //	r.step(ctx) (done bool, err error)                     one full react iteration over r.conv
