@@ -282,3 +282,24 @@ policy "rules" {
 		t.Errorf("second call: %q", got[len(got)-1].Content)
 	}
 }
+
+func TestDeferredBaseURLIsResolvedAtRunTime(t *testing.T) {
+	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Text("hi")))
+	hcl := strings.Replace(openaiHCL(srv.URL()), `base_url = "`+srv.URL()+`"`, `base_url = env("FAKE_BASE")`, 1)
+	p, dir := fixture{"main.hcl": hcl}.compile(t)
+	if m := p.Model("model.m"); m.BaseURL.Deferred == nil {
+		t.Fatalf("base_url was not deferred: %+v", m.BaseURL)
+	}
+	e, _ := newEngine(t, p, dir, func(o *Options) {
+		o.LookupEnv = func(n string) (string, bool) {
+			if n == "FAKE_BASE" {
+				return srv.URL(), true
+			}
+			return "", false
+		}
+	})
+	res := mustRun(t, e, "a", "x", RunOptions{})
+	if res.Termination.Reason != Completed || res.Answer != "hi" || len(srv.Requests()) != 1 {
+		t.Fatalf("got %s %q", res.Termination, res.Answer)
+	}
+}
