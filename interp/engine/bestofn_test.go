@@ -551,3 +551,84 @@ best_of_n "answer" {
 		t.Errorf("aggregate usage %+v, want the resolver call counted", res.Usage)
 	}
 }
+
+func TestBestOfNTimeout(t *testing.T) {
+	const hcl = bonAgent + `
+best_of_n "answer" {
+  agent      = agent.solver
+  candidates = 2
+  timeout    = "200ms"
+  vary {
+    temperature = candidate.index
+  }
+  scorer {
+    expr = 1
+  }
+}
+`
+	t.Run("what finished in time is selected", func(t *testing.T) {
+		p, dir := fixture{"main.hcl": hcl, "scripts/model.json": `{"turns": [
+  {"when_temperature": 0, "content": "fast"},
+  {"when_temperature": 1, "content": "slow", "latency": "1m"}
+]}`}.compile(t)
+		e, _ := newEngine(t, p, dir, nil)
+		res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Termination.Reason != Completed || res.Answer != "fast" {
+			t.Fatalf("termination %s answer %q", res.Termination, res.Answer)
+		}
+		if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"eligible", "timed_out"}) {
+			t.Errorf("statuses %v", got)
+		}
+	})
+	t.Run("nothing in time is a timeout", func(t *testing.T) {
+		p, dir := fixture{"main.hcl": hcl, "scripts/model.json": `{"turns": [
+  {"when_temperature": 0, "content": "slow", "latency": "1m"},
+  {"when_temperature": 1, "content": "slow", "latency": "1m"}
+]}`}.compile(t)
+		e, _ := newEngine(t, p, dir, nil)
+		res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Termination.Reason != TimedOut || !errors.Is(res.Termination.Err, ErrNoEligibleCandidate) {
+			t.Fatalf("termination %s", res.Termination)
+		}
+		if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"timed_out", "timed_out"}) {
+			t.Errorf("statuses %v", got)
+		}
+	})
+}
+
+func TestBestOfNCancelled(t *testing.T) {
+	p, dir := fixture{"main.hcl": bonAgent + `
+best_of_n "answer" {
+  agent           = agent.solver
+  candidates      = 3
+  max_concurrency = 1
+  scorer {
+    expr = 1
+  }
+}
+`, "scripts/model.json": `{"turns": [{"content": "slow", "latency": "1m"}], "on_exhausted": "repeat_last"}`}.compile(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	e, _ := newEngine(t, p, dir, func(o *Options) {
+		o.OnEvent = func(ev Event) {
+			if ev.Type == journal.CandidateStarted {
+				cancel() // Ctrl-C while the first candidate runs
+			}
+		}
+	})
+	res, err := e.BestOfN(ctx, "answer", "x", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != Cancelled {
+		t.Fatalf("termination %s", res.Termination)
+	}
+	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"cancelled", "skipped", "skipped"}) {
+		t.Errorf("statuses %v", got)
+	}
+}
