@@ -85,6 +85,13 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		res.Release()
 		return provider.Response{}, fmt.Errorf("%s: %w", spec.Address, err)
 	}
+	// Every call needs an id to pair it with its result; a provider that
+	// sent none gets one that is stable across a resume.
+	for i := range resp.ToolCalls {
+		if resp.ToolCalls[i].ID == "" {
+			resp.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", r.iter, i)
+		}
+	}
 	// The turn happened: it is journalled even when its usage overshot a
 	// limit, and the budget error is returned after.
 	budgetErr := res.Commit(resp.Usage, resp.UsageKnown)
