@@ -92,6 +92,55 @@ func TestGateBeforeExecutor(t *testing.T) {
 		}
 	})
 
+	t.Run("invalid_arguments", func(t *testing.T) {
+		t.Parallel()
+		state := filepath.Join(t.TempDir(), "state")
+		marker := filepath.Join(t.TempDir(), "marker")
+		r := symbi(t, call{dir: dir}, "run", "--agent", "invalid_arguments", "--state-dir", state, "--var", "marker="+marker, ".", "go")
+		if r.code != 0 || !strings.Contains(r.stdout, "The call was refused.") {
+			t.Fatalf("run:\n%s", r)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("a call whose arguments break the schema ran")
+		}
+		evs := readJournal(t, state, onlyRun(t, state))
+		assertGated(t, evs)
+		if n := len(eventsOf[journal.ToolsDispatchedData](t, evs, journal.ToolsDispatched)); n != 0 {
+			t.Errorf("%d tools_dispatched events for a call with invalid arguments", n)
+		}
+		if !observed(t, evs, "[invalid arguments] ") {
+			t.Errorf("no \"[invalid arguments]\" observation in the journal")
+		}
+	})
+
+	// A modify decision hands the executor the rewritten arguments, never
+	// the model's.
+	t.Run("modified", func(t *testing.T) {
+		t.Parallel()
+		state := filepath.Join(t.TempDir(), "state")
+		marker := filepath.Join(t.TempDir(), "marker")
+		r := symbi(t, call{dir: dir}, "run", "--agent", "modified", "--state-dir", state, "--var", "marker="+marker, ".", "go")
+		if r.code != 0 {
+			t.Fatalf("run:\n%s", r)
+		}
+		got, err := os.ReadFile(marker)
+		if err != nil {
+			t.Fatalf("the modified call did not run: %v\n%s", err, r)
+		}
+		if strings.TrimSpace(string(got)) != `{"reason":"rewritten by opa"}` {
+			t.Errorf("the tool got %s, want the arguments the policy wrote", got)
+		}
+		evs := readJournal(t, state, onlyRun(t, state))
+		assertGated(t, evs)
+		for _, td := range eventsOf[journal.ToolsDispatchedData](t, evs, journal.ToolsDispatched) {
+			for _, c := range td.Calls {
+				if string(c.Arguments) != `{"reason":"rewritten by opa"}` {
+					t.Errorf("tools_dispatched shows arguments %s, want the rewritten ones", c.Arguments)
+				}
+			}
+		}
+	})
+
 	// An ask waits in the approval queue (no terminal); the person's answer
 	// decides whether the executor is reached.
 	for _, approve := range []bool{false, true} {

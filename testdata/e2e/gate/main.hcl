@@ -16,14 +16,21 @@ model "proposer" {
   script   = "script.json"
 }
 
+# Proposes the call with arguments that break the tool's schema.
+model "sloppy" {
+  provider = "scripted"
+  script   = "script_invalid.json"
+}
+
 tool "touch" {
   description = "Creates the marker file"
   parameters = {
-    type       = "object"
-    properties = { reason = { type = "string" } }
+    type                 = "object"
+    properties           = { reason = { type = "string" } }
+    additionalProperties = false
   }
   command {
-    argv = ["sh", "-c", "cat >/dev/null; echo touched >\"$MARKER\"; echo touched"]
+    argv = ["sh", "-c", "cat >\"$MARKER\"; echo touched"] # the marker holds the arguments it got
     env  = { MARKER = var.marker }
   }
   effect = "write"
@@ -51,6 +58,13 @@ policy "opa_deny" {
   opa {
     modules = ["policies/gate.rego"]
     query   = "data.e2e.gate.decision"
+  }
+}
+
+policy "opa_modify" {
+  opa {
+    modules = ["policies/modify.rego"]
+    query   = "data.e2e.modify.decision"
   }
 }
 
@@ -105,6 +119,24 @@ agent "asked" {
   model    = model.proposer
   tools    = [tool.touch]
   policies = [policy.rules_ask]
+  budget   = budget.short
+}
+
+# Allowed, but the arguments break the schema: validated before the gate,
+# never executed.
+agent "invalid_arguments" {
+  model    = model.sloppy
+  tools    = [tool.touch]
+  policies = [policy.rules_allow]
+  budget   = budget.short
+}
+
+# OPA rewrites the arguments, the rules allow the rewritten call: the
+# executor must get the rewritten arguments.
+agent "modified" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.opa_modify, policy.rules_allow]
   budget   = budget.short
 }
 
