@@ -44,6 +44,8 @@ type run struct {
 	redacted int
 	// planSaved reports the plan's save, started beside the journal.
 	planSaved <-chan error
+	// usageAtStart is the shared accountant's usage when the run began.
+	usageAtStart policy.Usage
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -99,6 +101,7 @@ func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions)
 	if r.acct == nil {
 		r.acct = budget.New(e.plan.Budget(a.Budget))
 	}
+	r.usageAtStart = usageOf(r.acct)
 	if r.tools, err = e.agentTools(ctx, a); err != nil {
 		return nil, err
 	}
@@ -220,7 +223,7 @@ func (r *run) finish(ctx, parent context.Context, err error) *Result {
 		Mode:        r.mode,
 		Answer:      r.answer,
 		Termination: t,
-		Usage:       usageOf(r.acct),
+		Usage:       r.ownUsage(),
 		Iterations:  r.iter,
 		Elapsed:     r.e.opts.Now().Sub(r.start),
 	}
@@ -242,6 +245,7 @@ func (r *run) finish(ctx, parent context.Context, err error) *Result {
 		// An answer whose journal could not be written is not durable:
 		// say so rather than report success.
 		res.Termination = Termination{Reason: Failed, Detail: err.Error(), Err: err}
+		res.Answer = ""
 	}
 	if r.jw != nil {
 		// The terminated line is with the kernel, so a killed process
@@ -264,6 +268,25 @@ func (r *run) finish(ctx, parent context.Context, err error) *Result {
 	return res
 }
 
+// ownUsage is what this run consumed: all of its accountant's usage, or,
+// when the accountant is shared with a caller (a delegation, an evaluator),
+// what was added since the run started.
+func (r *run) ownUsage() policy.Usage {
+	u := usageOf(r.acct)
+	if r.ro.Budget == nil {
+		return u
+	}
+	s := r.usageAtStart
+	return policy.Usage{
+		ModelCalls:       u.ModelCalls - s.ModelCalls,
+		ToolCalls:        u.ToolCalls - s.ToolCalls,
+		PromptTokens:     u.PromptTokens - s.PromptTokens,
+		CompletionTokens: u.CompletionTokens - s.CompletionTokens,
+		TotalTokens:      u.TotalTokens - s.TotalTokens,
+		CostUSD:          u.CostUSD - s.CostUSD,
+	}
+}
+
 // classify turns the mode's error into a termination. The run's own
 // context tells a budget timeout from a cancellation by the caller.
 func (r *run) classify(ctx, parent context.Context, err error) Termination {
@@ -273,7 +296,7 @@ func (r *run) classify(ctx, parent context.Context, err error) Termination {
 	var ex *budget.Exceeded
 	var den *DenialError
 	switch {
-	case parent.Err() != nil && errors.Is(err, parent.Err()) || errors.Is(err, context.Canceled) && parent.Err() != nil:
+	case parent.Err() != nil && (errors.Is(err, parent.Err()) || errors.Is(err, context.Canceled)):
 		return Termination{Reason: Cancelled, Detail: "cancelled", Err: err}
 	case errors.As(err, &ex):
 		return exceeded(ex, err)
