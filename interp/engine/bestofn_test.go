@@ -384,6 +384,10 @@ best_of_n "answer" {
   agent      = agent.solver
   candidates = 1
   budget     = budget.small
+  estimate {
+    model_calls_per_candidate  = 1
+    total_tokens_per_candidate = 10
+  }
   scorer {
     expr = 1
   }
