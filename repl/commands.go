@@ -39,7 +39,7 @@ type command struct {
 func commandTable() []command {
 	return []command{
 		{name: ":help", usage: "[COMMAND]", help: "list the commands, or explain one", arg: argCommand, run: (*Session).help},
-		{name: ":load", usage: "PATH", help: "load the configuration in a .hcl file or a directory", arg: argPath, run: (*Session).load},
+		{name: ":load", usage: "PATH", help: "load the configuration in a .hcl file or a directory", arg: argPath, run: (*Session).loadCmd},
 		{name: ":reload", help: "load the last configuration again, after editing it", run: (*Session).reload},
 		{name: ":plan", usage: "[ADDR]", help: "the execution plan as a tree, or one block of it (agent.x, tool.y, var.z, settings)", needsConfig: true, arg: argAddress, run: (*Session).plan},
 		{name: ":tools", usage: "ADDR", help: "an agent's effective tools after its tool_profile, and its MCP servers", needsConfig: true, arg: argAgent, run: (*Session).tools},
@@ -112,7 +112,7 @@ func (s *Session) help(_ context.Context, c call) (string, hcl.Diagnostics) {
 	return b.String(), nil
 }
 
-func (s *Session) load(_ context.Context, c call) (string, hcl.Diagnostics) {
+func (s *Session) loadCmd(ctx context.Context, c call) (string, hcl.Diagnostics) {
 	if c.args == "" {
 		return "", errorAt(c.nameRng, "Missing path", ":load needs the path of a .hcl file or of a directory of them.")
 	}
@@ -120,18 +120,18 @@ func (s *Session) load(_ context.Context, c call) (string, hcl.Diagnostics) {
 	if uq, ok := unquote(path); ok {
 		path = uq
 	}
-	diags := s.Load(path)
+	diags := s.load(ctx, path)
 	if diags.HasErrors() {
 		return s.loadFailed(), diags
 	}
 	return s.Summary(), diags
 }
 
-func (s *Session) reload(_ context.Context, c call) (string, hcl.Diagnostics) {
+func (s *Session) reload(ctx context.Context, c call) (string, hcl.Diagnostics) {
 	if s.path == "" {
 		return "", errorAt(c.nameRng, "Nothing to reload", "No configuration was loaded yet; use :load PATH.")
 	}
-	diags := s.Load(s.path)
+	diags := s.load(ctx, s.path)
 	if diags.HasErrors() {
 		return s.loadFailed(), diags
 	}
@@ -140,7 +140,7 @@ func (s *Session) reload(_ context.Context, c call) (string, hcl.Diagnostics) {
 
 func (s *Session) loadFailed() string {
 	if s.cfg != nil {
-		return fmt.Sprintf("%s did not load; the session keeps the configuration it had.\n", s.path)
+		return fmt.Sprintf("%s did not load; the session keeps the configuration it had (%s).\n", s.path, s.from)
 	}
 	return fmt.Sprintf("%s did not load.\n", s.path)
 }
@@ -170,7 +170,7 @@ func (s *Session) Summary() string {
 	if len(parts) == 0 {
 		parts = append(parts, "no blocks")
 	}
-	return fmt.Sprintf("Loaded %s: %s.\n", s.path, strings.Join(parts, ", "))
+	return fmt.Sprintf("Loaded %s: %s.\n", s.from, strings.Join(parts, ", "))
 }
 
 // unquote reads a double-quoted argument.

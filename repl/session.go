@@ -49,6 +49,7 @@ type Session struct {
 	opts  Options
 	path  string         // the path of the last :load, for :reload
 	cfg   *interp.Config // nil until a configuration loads without errors
+	from  string         // the path cfg was loaded from
 	input *hcl.File      // the line being handled, for diagnostic snippets
 	// failed holds the files of a configuration that did not compile, so
 	// that its diagnostics can show snippets.
@@ -69,13 +70,19 @@ func New(opts Options) *Session {
 
 // Load compiles the configuration at path (a file or a directory). On
 // errors the session keeps the configuration it had, and :reload tries path
-// again.
+// again. :load and :reload bound the compilation (its policy preparation)
+// by the context Handle was given.
 func (s *Session) Load(path string) hcl.Diagnostics {
+	return s.load(context.Background(), path)
+}
+
+func (s *Session) load(ctx context.Context, path string) hcl.Diagnostics {
 	s.path = path
 	cfg, diags := interp.Compile(path, interp.Options{
 		Vars:      s.opts.Vars,
 		VarFiles:  s.opts.VarFiles,
 		LookupEnv: s.opts.LookupEnv,
+		Context:   ctx,
 	})
 	if diags.HasErrors() {
 		if cfg != nil {
@@ -86,16 +93,17 @@ func (s *Session) Load(path string) hcl.Diagnostics {
 	}
 	s.failed = nil
 	s.stopStep()
-	s.cfg = cfg
+	s.cfg, s.from = cfg, path
 	return diags
 }
 
-// Loaded reports the configuration's path, or "" when none is loaded.
+// Loaded reports the path the configuration was loaded from, or "" when
+// none is loaded.
 func (s *Session) Loaded() string {
 	if s.cfg == nil {
 		return ""
 	}
-	return s.path
+	return s.from
 }
 
 // Files returns every file a diagnostic of the last Handle or Load may

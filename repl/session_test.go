@@ -295,6 +295,9 @@ func TestLoadAndReload(t *testing.T) {
 	if !diags.HasErrors() || diags[0].Summary != "Cannot read configuration" {
 		t.Errorf(":load of a missing path: %v", diags)
 	}
+	if s.Loaded() != dir {
+		t.Errorf("after a failed :load the session still has %s, says %q", dir, s.Loaded())
+	}
 }
 
 func TestVarsFromOptions(t *testing.T) {
