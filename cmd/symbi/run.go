@@ -183,6 +183,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) e
 		}
 		return exitWith(exitFailure, "%v", err)
 	}
+	out.stateDir = stateDir
 	out.summary(res)
 	return terminationExit(res.Termination)
 }
@@ -259,7 +260,8 @@ type runPrinter struct {
 	stdout, stderr io.Writer
 	json           bool
 	spin           *spinner
-	midLine        bool // stdout's last byte was not a newline
+	midLine        bool   // stdout's last byte was not a newline
+	stateDir       string // named in the summary when it is not ./.symbi
 }
 
 func newRunPrinter(stdout, stderr io.Writer, jsonOut bool) *runPrinter {
@@ -441,9 +443,14 @@ func (p *runPrinter) summary(res *engine.Result) {
 	}
 	p.endLine()
 	t := res.Termination
-	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s\n",
+	where := ""
+	if p.stateDir != "" && filepath.Clean(p.stateDir) != defaultStateDir {
+		// `symbi runs` and `resume` look in ./.symbi unless told otherwise.
+		where = " (--state-dir " + p.stateDir + ")"
+	}
+	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s%s\n",
 		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD,
-		res.Elapsed.Round(1e6), res.RunID)
+		res.Elapsed.Round(1e6), res.RunID, where)
 }
 
 func plural(n int) string {
