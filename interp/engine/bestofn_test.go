@@ -636,3 +636,51 @@ best_of_n "answer" {
 		t.Errorf("statuses %v", got)
 	}
 }
+
+func TestBestOfNReadOnlyBlocksWrites(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": `
+model "offline" {
+  provider = "scripted"
+  script   = "scripts/model.json"
+}
+tool "write_file" {
+  description = "Write a file"
+  builtin     = "write_file"
+}
+policy "rules" {
+  rules {
+    allow = ["write_file"]
+  }
+}
+agent "solver" {
+  model    = model.offline
+  tools    = [tool.write_file]
+  policies = [policy.rules]
+}
+best_of_n "answer" {
+  agent        = agent.solver
+  candidates   = 1
+  side_effects = "read_only"
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [
+  {"tool_calls": [{"id": "c1", "name": "write_file", "arguments": {"path": "out.txt", "content": "x"}}]},
+  {"when": "side effects blocked", "content": "I could not write it."}
+]}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "Write x to out.txt", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Candidates[0]; c.Status != StatusSideEffectBlocked || !strings.Contains(c.Error.Error(), "write_file") {
+		t.Fatalf("candidate %+v (%v)", c, c.Error)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.txt")); !os.IsNotExist(err) {
+		t.Errorf("a read_only candidate wrote a file: %v", err)
+	}
+}
