@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/provider"
@@ -176,4 +177,52 @@ func exactly(t *testing.T, what string, used, want int64) {
 func near(a, b float64) bool {
 	d := a - b
 	return d < 1e-9 && d > -1e-9
+}
+
+// TestBestOfNAggregateBudget runs four best-of-N candidates, two at a
+// time, whose calls each use more than the estimate the compile-time
+// preflight accepted: the aggregate token limit must stop the set, the
+// server must see no more calls than the budget let start, and the tokens
+// spent may pass the limit only by the calls that were in flight.
+func TestBestOfNAggregateBudget(t *testing.T) {
+	const perCall = 300
+	srv := fakeserver.New(t, fakeserver.WithLatency(50*time.Millisecond), fakeserver.WithHandler(func(n int, req fakeserver.Request) fakeserver.Reply {
+		return fakeserver.Reply{Content: "42", Usage: &provider.Usage{PromptTokens: perCall - 10, CompletionTokens: 10, TotalTokens: perCall}}
+	}))
+	dir := fixture(t, "bon_budget")
+	state := filepath.Join(t.TempDir(), "state")
+	r := symbi(t, call{dir: dir}, "run", "--best-of", "answer", "--state-dir", state, "--var", "base_url="+srv.URL(), ".", "6*7?")
+	if r.code != 3 {
+		t.Errorf("exit %d, want 3 (the aggregate budget stopped the set)\n%s", r.code, r)
+	}
+	evs := readJournal(t, state, onlyRun(t, state))
+	end := terminated(t, evs)
+	calls := int64(len(srv.Requests()))
+	if end.Usage.ModelCalls != calls {
+		t.Errorf("the run counts %d model calls; the server answered %d", end.Usage.ModelCalls, calls)
+	}
+	var spentTokens int64
+	for _, c := range eventsOf[journal.CandidateFinishedData](t, evs, journal.CandidateFinished) {
+		spentTokens += c.Usage.TotalTokens
+	}
+	// A call cancelled in flight reports nothing (the provider bills
+	// nothing for it), so the journal may show less than calls × perCall.
+	if spentTokens > calls*perCall || end.Usage.TotalTokens != spentTokens {
+		t.Errorf("candidates report %d tokens, terminated %d; the server took %d calls of %d", spentTokens, end.Usage.TotalTokens, calls, perCall)
+	}
+	if end.Reason != "budget_exceeded" || end.Limit != "max_total_tokens" {
+		t.Errorf("terminated %q limit %q, want budget_exceeded max_total_tokens", end.Reason, end.Limit)
+	}
+	// The error says which limit and by how much, as docs/budgets.md shows.
+	if !strings.Contains(end.Error, "max_total_tokens (limit 480,") {
+		t.Errorf("terminated error %q does not give the limit's value", end.Error)
+	}
+	// Before a call starts its reservation must fit what is left, so at
+	// most the two calls in flight together can pass the limit.
+	if limit, inFlight := int64(480), int64(2*perCall); end.Usage.TotalTokens > limit+inFlight {
+		t.Errorf("%d tokens spent; the limit %d may be passed only by the %d of two calls in flight", end.Usage.TotalTokens, limit, inFlight)
+	}
+	if calls >= 4 {
+		t.Errorf("all %d candidates called the model although the aggregate limit ran out after two", calls)
+	}
 }
