@@ -163,6 +163,95 @@ func describeEvent(ev journal.Event) string {
 		if ev.Decode(&d) == nil {
 			return fmt.Sprintf("%s (%d denied, %d errors)", plural(d.Count, "observation"), d.Denied, d.Errors)
 		}
+	case journal.PlanCreated:
+		var d journal.PlanCreatedData
+		if ev.Decode(&d) == nil {
+			var parts []string
+			for _, st := range d.Steps {
+				p := st.ID + " " + quoteShort(st.Description)
+				if len(st.DependsOn) > 0 {
+					p += " after " + strings.Join(st.DependsOn, ", ")
+				}
+				parts = append(parts, p)
+			}
+			what := "plan"
+			if d.Replan {
+				what = "new plan"
+			}
+			return fmt.Sprintf("%s of %s: %s", what, plural(len(d.Steps), "step"), strings.Join(parts, "; "))
+		}
+	case journal.StepStarted:
+		var d journal.StepStartedData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("step %s, attempt %d", d.StepID, d.Attempt)
+		}
+	case journal.StepFinished:
+		var d journal.StepFinishedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("step %s %s", d.StepID, d.Status)
+			if d.Output != "" {
+				s += ": " + quoteShort(d.Output)
+			}
+			if d.Error != "" {
+				s += ": " + d.Error
+			}
+			return s
+		}
+	case journal.ReflectionEvaluated:
+		var d journal.ReflectionEvaluatedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("attempt %d scored %.2f by %s: %s", d.Attempt, d.Score, d.Evaluator, d.Verdict)
+			if d.Feedback != "" {
+				s += ", " + quoteShort(d.Feedback)
+			}
+			return s
+		}
+	case journal.DelegationStarted:
+		var d journal.DelegationStartedData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("to %s: %s", d.Target, quoteShort(d.Task))
+		}
+	case journal.DelegationFinished:
+		var d journal.DelegationFinishedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("%s %s", d.Target, d.Reason)
+			if d.Answer != "" {
+				s += ", answer " + quoteShort(d.Answer)
+			}
+			if d.Error != "" {
+				s += ": " + d.Error
+			}
+			return s
+		}
+	case journal.CandidateFinished:
+		var d journal.CandidateFinishedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("candidate %d %s", d.Index, d.Status)
+			if d.Content != "" {
+				s += ": " + quoteShort(d.Content)
+			}
+			if d.Error != "" {
+				s += ": " + d.Error
+			}
+			return s
+		}
+	case journal.CandidateScored:
+		var d journal.CandidateScoredData
+		if ev.Decode(&d) == nil {
+			verdict := "rejected"
+			if d.Accepted {
+				verdict = "accepted"
+			}
+			return fmt.Sprintf("candidate %d scored %.2f, %s", d.Index, d.Score, verdict)
+		}
+	case journal.CandidateSelected:
+		var d journal.CandidateSelectedData
+		if ev.Decode(&d) == nil {
+			if d.Index < 0 {
+				return fmt.Sprintf("no candidate selected (%s): %s", d.Selector, d.Reason)
+			}
+			return fmt.Sprintf("candidate %d selected by %s, score %.2f", d.Index, d.Selector, d.Score)
+		}
 	case journal.Terminated:
 		var d journal.TerminatedData
 		if ev.Decode(&d) == nil {

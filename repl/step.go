@@ -240,6 +240,10 @@ func phaseLabel(typ string) string {
 		return "act"
 	case journal.ObservationsCollected:
 		return "observe"
+	case journal.PlanCreated, journal.StepStarted, journal.StepFinished:
+		return "plan"
+	case journal.ReflectionEvaluated:
+		return "reflect"
 	case journal.Terminated:
 		return "end"
 	}
