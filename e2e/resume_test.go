@@ -3,7 +3,9 @@ package e2e
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,12 +36,14 @@ func TestKillAndResume(t *testing.T) {
 	points := []struct {
 		name   string
 		events int
+		torn   bool // then append half a line, as a power loss could leave
 	}{
-		{"first model call", 1},          // started
-		{"second model call", 6},         // iteration 1 observed
-		{"second tool call", 9},          // iteration 2 dispatched
-		{"third tool call", 14},          // iteration 3 dispatched
-		{"after the last tool call", 16}, // iteration 3 observed
+		{"first model call", 1, false},          // started
+		{"second model call", 6, false},         // iteration 1 observed
+		{"second tool call", 9, false},          // iteration 2 dispatched
+		{"third tool call", 14, false},          // iteration 3 dispatched
+		{"after the last tool call", 16, false}, // iteration 3 observed
+		{"torn tail", 9, true},
 	}
 	for _, pt := range points {
 		t.Run(strings.ReplaceAll(pt.name, " ", "_"), func(t *testing.T) {
@@ -56,6 +60,14 @@ func TestKillAndResume(t *testing.T) {
 				if ev.Type == journal.Terminated {
 					t.Fatalf("the run finished before the kill (the machine is too slow for the kill points?): %v", eventTypes(killed))
 				}
+			}
+			if pt.torn {
+				f, err := os.OpenFile(journal.Path(state, id), os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteString(`{"seq":` + strconv.Itoa(len(killed)+1) + `,"ts":"2026-12-02T14:00:00Z","run":"` + id + `","agent":"agent.walker","iteration":2,"event":"tool_res`)
+				f.Close()
 			}
 			t.Logf("killed after %s (%d events; %d when polled)", killed[len(killed)-1].Type, len(killed), before)
 
