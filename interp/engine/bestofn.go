@@ -579,13 +579,14 @@ func (e *Engine) bonCommand(ctx context.Context, bon *plan.BestOfN, input string
 	cctx, cancel := context.WithTimeout(ctx, commandScorerTimeout)
 	defer cancel()
 	prog := argv[0]
+	base := absDir(e.opts.BaseDir) // absolute, so "./score.sh" never loses its "./" to Join
 	if !filepath.IsAbs(prog) && strings.ContainsRune(prog, filepath.Separator) {
-		prog = filepath.Join(e.opts.BaseDir, prog)
+		prog = filepath.Join(base, prog)
 	}
 	cmd := exec.CommandContext(cctx, prog, argv[1:]...)
-	cmd.Dir = e.opts.BaseDir
+	cmd.Dir = base
 	if spec.Dir != "" {
-		cmd.Dir = filepath.Join(e.opts.BaseDir, spec.Dir)
+		cmd.Dir = filepath.Join(base, spec.Dir)
 	}
 	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(stdin)
