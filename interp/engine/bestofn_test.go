@@ -684,3 +684,42 @@ best_of_n "answer" {
 		t.Errorf("a read_only candidate wrote a file: %v", err)
 	}
 }
+
+func TestBestOfNCommandScorerKilledAtTheDeadline(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": bonAgent + `
+best_of_n "answer" {
+  agent      = agent.solver
+  candidates = 1
+  timeout    = "300ms"
+  scorer {
+    command {
+      argv = ["./slow.sh"]
+    }
+  }
+}
+`,
+		// The child sleep is in the scorer's process group: killing only the
+		// shell would leave it holding stdout open, and the run would hang.
+		"slow.sh":            "#!/bin/sh\nsleep 30\necho 1\n",
+		"scripts/model.json": `{"turns": [{"content": "42"}]}`,
+	}.compile(t)
+	if err := os.Chmod(filepath.Join(dir, "slow.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newEngine(t, p, dir, func(o *Options) {
+		o.LookupEnv = func(k string) (string, bool) {
+			if k == "PATH" {
+				return os.Getenv("PATH"), true
+			}
+			return "", false
+		}
+	})
+	res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != TimedOut || res.Candidates[0].Status != StatusTimedOut {
+		t.Fatalf("termination %s, candidate %+v", res.Termination, res.Candidates[0])
+	}
+}
