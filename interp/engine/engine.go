@@ -143,6 +143,10 @@ type Engine struct {
 
 	eventMu sync.Mutex
 
+	planOnce  sync.Once
+	planBytes []byte
+	planErr   error
+
 	// closing tracks journals closing in the background; Close waits.
 	closing   sync.WaitGroup
 	errMu     sync.Mutex
@@ -208,6 +212,13 @@ func DefaultStateDir(p *plan.Plan, baseDir string) string {
 		sd = filepath.Join(baseDir, sd)
 	}
 	return sd
+}
+
+// planJSON is the plan's canonical JSON, encoded once: every run saves it
+// beside its journal.
+func (e *Engine) planJSON() ([]byte, error) {
+	e.planOnce.Do(func() { e.planBytes, e.planErr = plan.Encode(e.plan) })
+	return e.planBytes, e.planErr
 }
 
 // Plan returns the plan the engine runs.

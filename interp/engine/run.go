@@ -128,7 +128,7 @@ func (r *run) open(resume bool) error {
 		// Saving the plan ends in an fsync; it runs beside the journal's
 		// creation (which syncs its directories) rather than after it, and
 		// finish waits for it.
-		b, encErr := plan.Encode(r.e.plan)
+		b, encErr := r.e.planJSON()
 		if encErr != nil {
 			return fmt.Errorf("saving the plan: %w", encErr)
 		}
