@@ -70,6 +70,7 @@ func spentIn(t *testing.T, evs []journal.Event) spent {
 // within what the last model call added; the journal's usage must match what
 // the server saw and what the run reported.
 func TestBudgetsHoldWithinOneCall(t *testing.T) {
+	t.Parallel()
 	const cost1 = (loopPrompt*1000 + loopCompletion*2000) / 1e6 // one full turn, USD
 	cases := []struct {
 		agent  string
@@ -185,6 +186,7 @@ func near(a, b float64) bool {
 // server must see no more calls than the budget let start, and the tokens
 // spent may pass the limit only by the calls that were in flight.
 func TestBestOfNAggregateBudget(t *testing.T) {
+	t.Parallel()
 	const perCall = 300
 	srv := fakeserver.New(t, fakeserver.WithLatency(50*time.Millisecond), fakeserver.WithHandler(func(n int, req fakeserver.Request) fakeserver.Reply {
 		return fakeserver.Reply{Content: "42", Usage: &provider.Usage{PromptTokens: perCall - 10, CompletionTokens: 10, TotalTokens: perCall}}

@@ -16,6 +16,7 @@ import (
 // the run with exit 4 and a terminated event whose error names the
 // provider's error kind. The hang detector kills any run that does neither.
 func TestEveryFaultThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	good := fakeserver.Text("fine", " thanks")
 	cases := []struct {
 		name    string
@@ -88,6 +89,7 @@ func TestEveryFaultThroughTheCLI(t *testing.T) {
 // the budget's 2 s timeout must end the run (exit 3, terminated timeout),
 // before or after the first event.
 func TestStallEndsByBudgetTimeout(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t, "faults")
 	for _, fault := range []fakeserver.Reply{
 		{Fault: fakeserver.FaultStallBeforeFirstEvent},
@@ -114,6 +116,7 @@ func TestStallEndsByBudgetTimeout(t *testing.T) {
 // is cancelled cooperatively (exit 130, terminated cancelled in the
 // journal), without waiting for any timeout.
 func TestCtrlCDuringStall(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t, "faults")
 	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Reply{Fault: fakeserver.FaultStallBeforeFirstEvent}))
 	state := filepath.Join(t.TempDir(), "state")

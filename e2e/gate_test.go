@@ -15,6 +15,7 @@ import (
 // policy allowed the call, and a denied call leaves its decision and a
 // "[policy denied]" observation in the journal while the run goes on.
 func TestGateBeforeExecutor(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t, "gate")
 	cases := []struct {
 		agent  string

@@ -38,6 +38,7 @@ func mcpServer(t *testing.T) string {
 // model (its script only answers once it has read the note), and no node
 // process outlives the run.
 func TestMCPFilesystemServer(t *testing.T) {
+	t.Parallel()
 	server := mcpServer(t)
 	dir := fixture(t, "mcp")
 	state := filepath.Join(t.TempDir(), "state")
@@ -78,6 +79,7 @@ func TestMCPFilesystemServer(t *testing.T) {
 // running: the run is cancelled (exit 130, journalled) and takes the server
 // with it.
 func TestMCPServerStopsOnCtrlC(t *testing.T) {
+	t.Parallel()
 	server := mcpServer(t)
 	dir := fixture(t, "mcp")
 	state := filepath.Join(t.TempDir(), "state")

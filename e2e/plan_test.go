@@ -43,6 +43,7 @@ func exampleConfigs(t *testing.T) []string {
 // `plan -out` saves; so must the readable tree. Every example must also
 // validate.
 func TestPlansAreByteIdentical(t *testing.T) {
+	t.Parallel()
 	a := filepath.Join(t.TempDir(), "examples")
 	b := filepath.Join(t.TempDir(), "deeper", "and", "elsewhere", "examples")
 	copyTree(t, filepath.Join("..", "examples"), a)

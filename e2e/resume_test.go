@@ -20,6 +20,7 @@ import (
 // the same answer on stdout and in the terminated event, one journal with
 // consecutive seqs and two started events, every tool call gated.
 func TestKillAndResume(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t, "resume")
 	whole := filepath.Join(t.TempDir(), "state")
 	r := symbi(t, call{dir: dir}, "run", "--state-dir", whole, ".", "walk")

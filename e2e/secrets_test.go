@@ -78,6 +78,7 @@ func echoingModel(t *testing.T, split func(auth string) []string) *fakeserver.Se
 // the command tool and the http service), and looks for each secret in
 // every plan, output, journal and state file symbi produces.
 func TestSecretsStayOut(t *testing.T) {
+	t.Parallel()
 	model := echoingModel(t, func(auth string) []string { return []string{"done; you sent ", auth} })
 	lookup, lookupAuth := lookupServer(t)
 	dir := fixture(t, "secrets")
@@ -208,6 +209,7 @@ func TestSecretsStayOut(t *testing.T) {
 // deltas, so no single delta holds the whole secret: the terminal must
 // still not show it.
 func TestSecretSplitAcrossDeltas(t *testing.T) {
+	t.Parallel()
 	model := echoingModel(t, func(auth string) []string {
 		mid := len(auth) - 6
 		return []string{"you sent ", auth[:mid], auth[mid:], " ok"}
@@ -254,6 +256,7 @@ func excerpt(text string, i, n int) string {
 // secret in its path and a port where nothing listens: the run fails
 // (exit 4), and neither its output nor its journal may show the URL.
 func TestSecretInModelURLStaysOut(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
