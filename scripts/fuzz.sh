@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for FUZZTIME each (default 60s), one after another.
+#   scripts/fuzz.sh                 # all targets, 60s each
+#   FUZZTIME=10s scripts/fuzz.sh    # shorter
+#   scripts/fuzz.sh FuzzCompile     # only targets whose name matches
+# A failure leaves its input under the package's testdata/fuzz/ directory;
+# commit it as a regression seed once the bug is fixed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-60s}
+filter=${1:-.}
+
+grep -rlE '^func Fuzz' --include='*_test.go' . | sort | while read -r file; do
+  pkg=./$(dirname "${file#./}")
+  for target in $(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$file" | cut -d' ' -f2); do
+    [[ $target =~ $filter ]] || continue
+    echo "== $pkg $target ($fuzztime)"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+  done
+done
