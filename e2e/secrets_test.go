@@ -290,3 +290,40 @@ func TestSecretInModelURLStaysOut(t *testing.T) {
 	})
 	assertNoSecrets(t, outputs, map[string]string{"the secret in the model's URL": secretToken})
 }
+
+// TestEchoedKeyInProviderErrorStaysOut has the server refuse the key and
+// quote it in its error, as OpenAI's "Incorrect API key provided: sk-…"
+// does: the run fails with authentication_failed, and the key shows
+// nowhere.
+func TestEchoedKeyInProviderErrorStaysOut(t *testing.T) {
+	t.Parallel()
+	model := fakeserver.New(t, fakeserver.WithHandler(func(n int, req fakeserver.Request) fakeserver.Reply {
+		key := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+		return fakeserver.ErrorReply(401, "invalid_api_key", "Incorrect API key provided: "+key+". You can find your API key at https://example.invalid.")
+	}))
+	lookup, _ := lookupServer(t)
+	dir := fixture(t, "secrets")
+	state := filepath.Join(t.TempDir(), "state")
+	c := call{dir: dir, env: []string{"SYMBI_E2E_KEY=" + secretKey, "SYMBI_E2E_TOKEN=" + secretToken}}
+	outputs := map[string]string{}
+	for _, mode := range []string{"", "--json"} {
+		args := []string{"run", "--state-dir", state, "--var", "base_url=" + model.URL(), "--var", "lookup_url=" + lookup.URL, "--var", "proof_dir=" + t.TempDir()}
+		if mode != "" {
+			args = append(args, mode)
+		}
+		r := symbi(t, c, append(args, ".", "go")...)
+		if r.code != 4 || !strings.Contains(r.stdout+r.stderr, "authentication_failed") {
+			t.Fatalf("run %s: want exit 4 with authentication_failed\n%s", mode, r)
+		}
+		outputs["run "+mode+" stdout"] = r.stdout
+		outputs["run "+mode+" stderr"] = r.stderr
+	}
+	filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(path)
+			outputs["state file "+path] = string(b)
+		}
+		return nil
+	})
+	assertNoSecrets(t, outputs, map[string]string{"the model's API key": secretKey})
+}
