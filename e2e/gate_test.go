@@ -142,6 +142,38 @@ func TestGateBeforeExecutor(t *testing.T) {
 		}
 	})
 
+	// A recovery's fallback call is gated like the model's own calls.
+	for _, allowed := range []bool{false, true} {
+		agent := map[bool]string{false: "fallback_denied", true: "fallback_allowed"}[allowed]
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			state := filepath.Join(t.TempDir(), "state")
+			marker := filepath.Join(t.TempDir(), "marker")
+			r := symbi(t, call{dir: dir}, "run", "--agent", agent, "--state-dir", state, "--var", "marker="+marker, ".", "go")
+			if r.code != 0 {
+				t.Fatalf("run:\n%s", r)
+			}
+			_, err := os.Stat(marker)
+			if ran := err == nil; ran != allowed {
+				t.Fatalf("the fallback ran = %v, want %v\n%s", ran, allowed, r)
+			}
+			evs := readJournal(t, state, onlyRun(t, state))
+			assertGated(t, evs)
+			want := map[bool]string{false: "deny", true: "allow"}[allowed]
+			var decided bool
+			for _, pe := range eventsOf[journal.PolicyEvaluatedData](t, evs, journal.PolicyEvaluated) {
+				for _, d := range pe.Decisions {
+					if d.Action.Tool == "touch" && string(d.Decision.Outcome) == want {
+						decided = true
+					}
+				}
+			}
+			if !decided {
+				t.Errorf("no %s decision for the fallback touch call in the journal", want)
+			}
+		})
+	}
+
 	// An ask waits in the approval queue (no terminal); the person's answer
 	// decides whether the executor is reached.
 	for _, approve := range []bool{false, true} {

@@ -36,6 +36,47 @@ tool "touch" {
   effect = "write"
 }
 
+# Always fails; its recovery falls back to touch, which must be gated like
+# any other call.
+tool "broken" {
+  description = "Fails every time"
+  parameters = {
+    type                 = "object"
+    properties           = { reason = { type = "string" } }
+    additionalProperties = false
+  }
+  command {
+    argv = ["sh", "-c", "cat >/dev/null; echo broken >&2; exit 1"]
+  }
+  effect   = "write"
+  recovery = recovery.touch_instead
+}
+
+recovery "touch_instead" {
+  fallback {
+    tools = [tool.touch]
+  }
+}
+
+# Proposes a call of the broken tool.
+model "breaker" {
+  provider = "scripted"
+  script   = "script_broken.json"
+}
+
+policy "broken_only" {
+  rules {
+    deny  = ["touch"]
+    allow = ["broken"]
+  }
+}
+
+policy "broken_and_touch" {
+  rules {
+    allow = ["broken", "touch"]
+  }
+}
+
 policy "rules_deny" {
   rules {
     deny = ["touch"]
@@ -137,6 +178,20 @@ agent "modified" {
   model    = model.proposer
   tools    = [tool.touch]
   policies = [policy.opa_modify, policy.rules_allow]
+  budget   = budget.short
+}
+
+agent "fallback_denied" {
+  model    = model.breaker
+  tools    = [tool.broken, tool.touch]
+  policies = [policy.broken_only]
+  budget   = budget.short
+}
+
+agent "fallback_allowed" {
+  model    = model.breaker
+  tools    = [tool.broken, tool.touch]
+  policies = [policy.broken_and_touch]
   budget   = budget.short
 }
 
