@@ -174,6 +174,45 @@ func TestGateBeforeExecutor(t *testing.T) {
 		})
 	}
 
+	// Delegation: the delegate action passes the delegating agent's gate,
+	// the delegate's tool calls its own.
+	for _, tc := range []struct {
+		agent     string
+		delegated bool
+		touched   bool
+	}{
+		{"boss_denied", false, false},
+		{"boss", true, false},
+		{"trusting_boss", true, true},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			t.Parallel()
+			state := filepath.Join(t.TempDir(), "state")
+			marker := filepath.Join(t.TempDir(), "marker")
+			r := symbi(t, call{dir: dir}, "run", "--agent", tc.agent, "--state-dir", state, "--var", "marker="+marker, ".", "go")
+			if r.code != 0 || !strings.Contains(r.stdout, "The worker reported back.") {
+				t.Fatalf("run:\n%s", r)
+			}
+			_, err := os.Stat(marker)
+			if touched := err == nil; touched != tc.touched {
+				t.Errorf("the delegate's touch ran = %v, want %v\n%s", touched, tc.touched, r)
+			}
+			runs, err := journal.ListRuns(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var started int
+			for _, run := range runs {
+				evs := readJournal(t, state, run.ID)
+				assertGated(t, evs)
+				started += len(eventsOf[journal.DelegationStartedData](t, evs, journal.DelegationStarted))
+			}
+			if delegated := started > 0; delegated != tc.delegated {
+				t.Errorf("delegated = %v, want %v (%d journals)", delegated, tc.delegated, len(runs))
+			}
+		})
+	}
+
 	// An ask waits in the approval queue (no terminal); the person's answer
 	// decides whether the executor is reached.
 	for _, approve := range []bool{false, true} {

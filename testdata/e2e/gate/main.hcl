@@ -201,3 +201,64 @@ agent "allowed" {
   policies = [policy.rules_allow]
   budget   = budget.short
 }
+
+# Delegation: the delegate action is gated by the delegating agent's
+# policies, and the delegate's own tool calls by the delegate's.
+model "boss" {
+  provider = "scripted"
+  script   = "script_boss.json"
+}
+
+model "trusting_boss" {
+  provider = "scripted"
+  script   = "script_trusting_boss.json"
+}
+
+policy "no_delegation" {
+  rules {
+    deny = ["delegate"]
+  }
+}
+
+policy "delegation" {
+  rules {
+    allow = ["delegate"]
+  }
+}
+
+# Its policy denies touch.
+agent "worker" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.rules_deny]
+  budget   = budget.short
+}
+
+# Its policy allows touch.
+agent "trusted_worker" {
+  model    = model.proposer
+  tools    = [tool.touch]
+  policies = [policy.rules_allow]
+  budget   = budget.short
+}
+
+agent "boss_denied" {
+  model     = model.boss
+  delegates = [agent.worker]
+  policies  = [policy.no_delegation]
+  budget    = budget.short
+}
+
+agent "boss" {
+  model     = model.boss
+  delegates = [agent.worker]
+  policies  = [policy.delegation]
+  budget    = budget.short
+}
+
+agent "trusting_boss" {
+  model     = model.trusting_boss
+  delegates = [agent.trusted_worker]
+  policies  = [policy.delegation]
+  budget    = budget.short
+}
