@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -73,7 +74,42 @@ func (c *compiler) eval(expr hcl.Expression) (cty.Value, bool) {
 	if diags.HasErrors() {
 		return cty.NilVal, false
 	}
-	return v, true
+	return c.planValue(expr.Range(), v)
+}
+
+// sensitive marks the value of a variable declared sensitive, and every value
+// computed from it, as Terraform's marks.Sensitive does.
+type sensitive struct{ variable string }
+
+// planValue is the one gate between evaluation and the plan: every value the
+// compiler stores in a plan field passes through eval, and so through here.
+// A value that carries a sensitive mark anywhere inside it is refused, since
+// the plan is printed by symbi plan, saved with every run and copied into
+// journals. It returns the value unmarked, ok=false after reporting.
+func (c *compiler) planValue(rng hcl.Range, v cty.Value) (cty.Value, bool) {
+	if !v.ContainsMarked() {
+		return v, true
+	}
+	_, marks := v.UnmarkDeep()
+	var names []string
+	for m := range marks {
+		if s, ok := m.(sensitive); ok {
+			names = append(names, "var."+s.variable)
+		}
+	}
+	sort.Strings(names)
+	var who string
+	switch len(names) {
+	case 0: // no other marks exist; kept safe should one be added
+		who = "it is"
+	case 1:
+		who = names[0] + " is"
+	default:
+		who = strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " are"
+	}
+	c.errorf(rng.Ptr(), "Sensitive value in the plan",
+		"sensitive value cannot be stored in the plan: %s sensitive; read secrets at run time with env(\"NAME\") instead.", who)
+	return cty.NilVal, false
 }
 
 // checkRefs reports references that a value expression may not make: block

@@ -92,13 +92,18 @@ func (c *compiler) evalVariables() {
 				v.value = cty.UnknownVal(v.ty)
 			}
 		}
-		attrs[name] = v.value
 		pv := plan.Variable{
 			Name:        name,
 			Type:        typeexpr.TypeString(v.ty),
 			Description: c.str(v.block, "description", ""),
 			Sensitive:   c.boolean(v.block, "sensitive", false),
 			Range:       c.prange(v.block.DefRange),
+		}
+		attrs[name] = v.value
+		if pv.Sensitive {
+			// The mark follows the value through locals, functions and
+			// templates; planValue refuses any value that carries it.
+			attrs[name] = v.value.Mark(sensitive{variable: name})
 		}
 		if v.ty == cty.DynamicPseudoType {
 			pv.Type = "any"
