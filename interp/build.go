@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -11,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/lang"
 	"github.com/symbi-dev/symbi/plan"
 )
@@ -211,20 +213,28 @@ func (c *compiler) buildRouter(b *lang.Block) plan.Router {
 }
 
 var (
-	effects      = []string{"none", "read", "write", "destructive"}
-	approvals    = []string{"never", "policy", "always"}
-	builtinTools = map[string]string{ // builtin name -> its effect
-		"calculator": "none", "clock": "none", "read_file": "read", "list_dir": "read",
-		"write_file": "write", "http_get": "read", "recall_knowledge": "read",
-		"store_knowledge": "write", "delegate": "none",
-	}
+	effects   = []string{"none", "read", "write", "destructive"}
+	approvals = []string{"never", "policy", "always"}
 )
 
 func (c *compiler) buildTool(b *lang.Block) plan.Tool {
+	// A builtin brings its own description, schema, effect and idempotence
+	// (builtins.BuiltinInfo); what the block writes wins.
+	var kinds []string
+	var builtin builtins.Info
+	defEffect := "write"
+	if b.Attrs["builtin"] != nil {
+		kinds = append(kinds, "builtin")
+		name := c.enum(b, "builtin", "", builtins.BuiltinNames()...)
+		if info, ok := builtins.BuiltinInfo(name); ok {
+			builtin = info
+			defEffect = info.Effect
+		}
+	}
 	t := plan.Tool{
 		Address:        b.Address(),
-		Description:    c.str(b, "description", ""),
-		Idempotent:     c.boolean(b, "idempotent", false),
+		Description:    c.str(b, "description", builtin.Description),
+		Idempotent:     c.boolean(b, "idempotent", builtin.Idempotent),
 		Approval:       c.enum(b, "approval", "policy", approvals...),
 		Timeout:        c.duration(b, "timeout", 30*sec),
 		MaxOutputBytes: c.intv(b, "max_output_bytes", 65536),
@@ -232,7 +242,10 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 		Recovery:       c.ref(b, "recovery", "recovery"),
 		Range:          c.prange(b.DefRange),
 	}
-	if t.Description == "" {
+	if b.Attrs["builtin"] != nil {
+		t.Executor = plan.Executor{Kind: "builtin", Builtin: builtin.Name}
+	}
+	if t.Description == "" && b.Attrs["builtin"] == nil {
 		c.require(b, "description")
 	}
 	if v, a, ok := c.value(b, "parameters", cty.DynamicPseudoType); ok {
@@ -243,16 +256,8 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 			t.Parameters = json.RawMessage(raw)
 			c.checkSchema(a, raw)
 		}
-	}
-	var kinds []string
-	defEffect := "write"
-	if a := b.Attrs["builtin"]; a != nil {
-		kinds = append(kinds, "builtin")
-		names := keys(builtinTools)
-		t.Executor = plan.Executor{Kind: "builtin", Builtin: c.enum(b, "builtin", "", names...)}
-		if e, ok := builtinTools[t.Executor.Builtin]; ok {
-			defEffect = e
-		}
+	} else if b.Attrs["parameters"] == nil && builtin.Parameters != nil {
+		t.Parameters = canonicalJSON(builtin.Parameters)
 	}
 	if cb := b.One("command"); cb != nil {
 		kinds = append(kinds, "command")
@@ -292,6 +297,25 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 		}
 	}
 	return t
+}
+
+// canonicalJSON rewrites JSON with sorted object keys, as ctyjson writes
+// the schemas of the configuration, so the plan is canonical whatever order
+// a builtin's schema was written in.
+func canonicalJSON(raw json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		panic("interp: a builtin's schema is not JSON: " + err.Error()) // builtins' own table is wrong
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("interp: " + err.Error())
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n"))
 }
 
 func (c *compiler) buildCommand(b *lang.Block) *plan.CommandExec {
