@@ -136,10 +136,11 @@ type Engine struct {
 	gates     map[string]policy.Gate
 	toolMu    sync.Mutex // separate: building a toolbox may resolve secrets
 	toolboxes map[string]*agentTools
-	secretMu  sync.Mutex
-	secrets   []string
-	storeMu   sync.Mutex
-	stores    map[string]*knowledge.Store
+	// secrets takes every secret the engine resolves out of everything
+	// it writes and shows.
+	secrets redactor
+	storeMu sync.Mutex
+	stores  map[string]*knowledge.Store
 
 	eventMu sync.Mutex
 
@@ -285,25 +286,9 @@ func (e *Engine) emit(ev Event) {
 	e.opts.OnEvent(ev)
 }
 
-func (e *Engine) addSecret(s string) {
-	if s == "" {
-		return
-	}
-	e.secretMu.Lock()
-	defer e.secretMu.Unlock()
-	for _, x := range e.secrets {
-		if x == s {
-			return
-		}
-	}
-	e.secrets = append(e.secrets, s)
-}
-
-func (e *Engine) secretList() []string {
-	e.secretMu.Lock()
-	defer e.secretMu.Unlock()
-	return append([]string(nil), e.secrets...)
-}
+// addSecret makes s a secret: from now on it is redacted from the journal,
+// the events, the streamed answer and the Result.
+func (e *Engine) addSecret(s string) { e.secrets.add(s) }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

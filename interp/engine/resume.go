@@ -54,7 +54,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Result, error) {
 	ro := RunOptions{RunID: runID, Mode: st.Mode, Depth: st.Depth, Ancestors: st.Ancestors}
 	r, err := e.newRun(ctx, st.Agent, st.Input, ro)
 	if err != nil {
-		return nil, err
+		return nil, e.secrets.err(err)
 	}
 	r.profile = st.Profile
 	r.conv = r.initialConversation()

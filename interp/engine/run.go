@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/symbi-dev/symbi/budget"
@@ -40,8 +41,10 @@ type run struct {
 	start  time.Time
 	// delegations numbers sub-runs, for their run ids.
 	delegations int
-	// redacted is how many of the engine's secrets the journal knows.
-	redacted int
+	// deltaMu guards held: streamed text not shown yet because its end
+	// may be the start of a secret.
+	deltaMu sync.Mutex
+	held    string
 	// planSaved reports the plan's save, started beside the journal.
 	planSaved <-chan error
 	// usageAtStart is the shared accountant's usage when the run began.
@@ -66,11 +69,11 @@ func (e *DenialError) Error() string {
 func (e *Engine) Run(ctx context.Context, agent, input string, ro RunOptions) (*Result, error) {
 	r, err := e.newRun(ctx, agent, input, ro)
 	if err != nil {
-		return nil, err
+		return nil, e.secrets.err(err)
 	}
 	r.conv = r.initialConversation()
 	if err := r.open(false); err != nil {
-		return nil, err
+		return nil, e.secrets.err(err)
 	}
 	r.recordStarted(0)
 	return r.execute(ctx), nil
@@ -143,9 +146,6 @@ func (r *run) open(resume bool) error {
 	if err != nil {
 		return fmt.Errorf("starting the journal: %w", err)
 	}
-	secrets := r.e.secretList()
-	r.jw.Redact(secrets...)
-	r.redacted = len(secrets)
 	return nil
 }
 
@@ -230,6 +230,13 @@ func (r *run) finish(ctx, parent context.Context, err error) *Result {
 	if t.Reason != Completed {
 		res.Answer = ""
 	}
+	// The caller prints the Result (the summary, --json): it is redacted
+	// like every event.
+	red := &r.e.secrets
+	res.Answer = red.text(res.Answer)
+	res.Termination.Detail = red.text(t.Detail)
+	res.Termination.Err = red.err(t.Err)
+	t = res.Termination
 	data := journal.TerminatedData{
 		Reason:     string(t.Reason),
 		Limit:      t.Limit,
@@ -329,31 +336,30 @@ func (r *run) complete(answer string) {
 }
 
 // record appends one journal event and shows it to the observer. Without a
-// journal (candidates) the observer still sees it, with no seq.
+// journal (candidates) the observer still sees it, with no seq. The data is
+// redacted once, here, for both. Streamed text held back is shown first,
+// so the observer sees the turn before the event that ends it.
 func (r *run) record(typ string, data any) error {
+	r.flushDelta()
 	var raw json.RawMessage
 	if data != nil {
 		b, err := json.Marshal(data)
 		if err != nil {
 			return fmt.Errorf("journal: %s data: %w", typ, err)
 		}
-		raw = b
+		raw = r.e.secrets.json(b)
 	}
 	ev := journal.Event{Agent: r.agent.Address, Iteration: r.iter, Type: typ, Data: raw, RunID: r.id}
 	var seq int64
 	if r.jw != nil {
-		if s := r.e.secretList(); len(s) > r.redacted {
-			// A model built after the journal opened may have brought a key.
-			r.jw.Redact(s...)
-			r.redacted = len(s)
-		}
-		if err := r.jw.Append(ev); err != nil {
+		written, err := r.jw.Add(ev)
+		if err != nil {
 			return err
 		}
-		seq = r.jw.Seq()
+		seq = written.Seq
 	}
 	if r.e.opts.OnEvent != nil {
-		r.e.emit(Event{Seq: seq, Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: typ, Data: r.redact(raw)})
+		r.e.emit(Event{Seq: seq, Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: typ, Data: raw})
 	}
 	return nil
 }
@@ -367,27 +373,35 @@ func (r *run) mustRecord(typ string, data any) error {
 	return nil
 }
 
-// redact keeps secrets out of what the observer prints, as the journal
-// keeps them out of the file.
-func (r *run) redact(b []byte) []byte {
-	secrets := r.e.secretList()
-	if len(secrets) == 0 {
-		return b
-	}
-	s := string(b)
-	for _, x := range secrets {
-		if len(x) >= 4 {
-			s = strings.ReplaceAll(s, x, "[redacted]")
-		}
-	}
-	return []byte(s)
-}
-
+// emitDelta shows a piece of a streamed model turn, redacted. The end of
+// the text that could be the start of a secret is held back until the next
+// piece shows whether it is one, or until the turn ends (flushDelta).
 func (r *run) emitDelta(text string) {
 	if r.ro.Quiet || r.e.opts.OnEvent == nil || text == "" {
 		return
 	}
-	r.e.emit(Event{Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: ContentDelta, Delta: string(r.redact([]byte(text)))})
+	r.deltaMu.Lock()
+	defer r.deltaMu.Unlock()
+	show, hold := r.e.secrets.stream(r.held + text)
+	r.held = hold
+	r.showDelta(show)
+}
+
+// flushDelta shows the text held back: the stream it belonged to ended
+// without completing a secret.
+func (r *run) flushDelta() {
+	r.deltaMu.Lock()
+	defer r.deltaMu.Unlock()
+	show := r.held
+	r.held = ""
+	r.showDelta(show)
+}
+
+func (r *run) showDelta(text string) {
+	if text == "" {
+		return
+	}
+	r.e.emit(Event{Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: ContentDelta, Delta: text})
 }
 
 func absDir(d string) string {

@@ -127,13 +127,23 @@ func delegateSpec(delegates []string) provider.ToolSpec {
 	}
 }
 
-// resolve evaluates a deferred string (one that calls env()). Its value may
-// be a secret, so it joins the redaction list before anyone can see it.
+// resolve evaluates a deferred string (one that calls env()). Its value and
+// every environment value it read may be secrets (a URL with a token in
+// its path, a header "Bearer " + env("TOKEN")), so they join the redaction
+// list before anyone can see them: the token alone is then redacted
+// wherever it shows, in an error that quotes part of the URL as much as in
+// a tool's echo.
 func (e *Engine) resolve(s plan.String) (string, error) {
 	if s.Deferred == nil {
 		return s.Value, nil
 	}
-	v, err := interp.EvalString(s, e.opts.LookupEnv)
+	v, err := interp.EvalString(s, func(name string) (string, bool) {
+		v, ok := e.opts.LookupEnv(name)
+		if ok {
+			e.addSecret(v)
+		}
+		return v, ok
+	})
 	if err != nil {
 		return "", err
 	}
