@@ -73,10 +73,10 @@ func echoingModel(t *testing.T, split func(auth string) []string) *fakeserver.Se
 	}))
 }
 
-// TestSecretsStayOut runs a configuration whose model key, tool token and
-// sensitive variable are all delivered and all echoed back (by the model,
-// the command tool and the http service), and looks for each secret in
-// every plan, output, journal and state file symbi produces.
+// TestSecretsStayOut runs a configuration whose model key and tool token
+// are delivered and echoed back (by the model, the command tool and the
+// http service), and which declares a sensitive variable, and looks for each
+// secret in every plan, output, journal and state file symbi produces.
 func TestSecretsStayOut(t *testing.T) {
 	t.Parallel()
 	model := echoingModel(t, func(auth string) []string { return []string{"done; you sent ", auth} })
@@ -159,10 +159,11 @@ func TestSecretsStayOut(t *testing.T) {
 			t.Errorf("the http tool sent Authorization %q, want the token from SYMBI_E2E_TOKEN", a)
 		}
 	}
-	for name, want := range map[string]string{"token": secretToken, "pin": secretPin} {
-		if b, err := os.ReadFile(filepath.Join(proof, name)); err != nil || string(b) != want {
-			t.Errorf("the command tool's %s: %q, %v; want %q", name, b, err, want)
-		}
+	if b, err := os.ReadFile(filepath.Join(proof, "token")); err != nil || string(b) != secretToken {
+		t.Errorf("the command tool's token: %q, %v; want %q", b, err, secretToken)
+	}
+	if !strings.Contains(outputs["plan -json . stdout"], `"sensitive": true`) {
+		t.Errorf("the plan does not mark var.pin sensitive:\n%s", outputs["plan -json . stdout"])
 	}
 	if !strings.Contains(outputs["run stdout"], "done; you sent") {
 		t.Errorf("the answer did not reach stdout:\n%s", outputs["run stdout"])
@@ -326,4 +327,30 @@ func TestEchoedKeyInProviderErrorStaysOut(t *testing.T) {
 		return nil
 	})
 	assertNoSecrets(t, outputs, map[string]string{"the model's API key": secretKey})
+}
+
+// TestSensitiveVariableRefused uses a sensitive variable where the plan
+// would hold its value: validate, plan and run must refuse it (exit 2)
+// naming the place, without showing the value, whether it is set or not.
+func TestSensitiveVariableRefused(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t, "sensitive_var")
+	outputs := map[string]string{}
+	for _, env := range [][]string{nil, {"SYMBI_VAR_pin=" + secretPin}} {
+		for _, args := range [][]string{{"validate", "."}, {"plan", "-json", "."}, {"run", "--state-dir", t.TempDir(), ".", "hi"}} {
+			if args[0] == "plan" || args[0] == "run" {
+				if env == nil {
+					continue // a variable without a value is another error
+				}
+			}
+			r := symbi(t, call{dir: dir, env: env}, args...)
+			name := strings.Join(args[:1], " ") + " " + strings.Join(env, " ")
+			if r.code != 2 || !strings.Contains(r.stderr, "main.hcl line 19") || !strings.Contains(r.stderr, "var.pin") {
+				t.Errorf("%s: want exit 2 naming main.hcl line 19 and var.pin\n%s", name, r)
+			}
+			outputs[name+" stdout"] = r.stdout
+			outputs[name+" stderr"] = r.stderr
+		}
+	}
+	assertNoSecrets(t, outputs, map[string]string{"the sensitive variable": secretPin})
 }

@@ -3,5 +3,4 @@
 # journal and the terminal redact it).
 cat >/dev/null
 printf '%s' "$TOKEN" >"$PROOF_DIR/token"
-printf '%s' "$PIN" >"$PROOF_DIR/pin"
-printf 'the token is %s and the pin is %s\n' "$TOKEN" "$PIN"
+printf 'the token is %s\n' "$TOKEN"
