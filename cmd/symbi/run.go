@@ -272,10 +272,14 @@ func newRunPrinter(stdout, stderr io.Writer, jsonOut bool) *runPrinter {
 	return p
 }
 
+// close stops the spinner and ends a streamed answer's line, whatever
+// ended the run: the shell's prompt (or the error printed after a failed
+// run) starts on a line of its own.
 func (p *runPrinter) close() {
 	if p.spin != nil {
 		p.spin.stop()
 	}
+	p.endLine()
 }
 
 // event is called by the engine, one event at a time.
