@@ -7,6 +7,11 @@ symbi {
   state_dir = ".symbi"
 }
 
+variable "input" {
+  type    = string
+  default = "What is symbi written in?"
+}
+
 model "offline" {
   provider = "scripted"
   script   = "scripts/ex_knowledge.json"

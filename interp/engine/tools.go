@@ -49,19 +49,20 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		}
 	}
 	opts := builtins.Options{
-		BaseDir:  e.opts.BaseDir,
-		StateDir: e.opts.StateDir,
-		Resolve:  e.resolve,
-		Now:      e.opts.Now,
-		Sleep:    e.opts.Sleep,
+		BaseDir:   e.opts.BaseDir,
+		StateDir:  e.opts.StateDir,
+		Workspace: e.workspace(),
+		Resolve:   e.resolve,
+		Now:       e.opts.Now,
+		Sleep:     e.opts.Sleep,
 	}
-	if a.Knowledge != nil && a.Knowledge.Store != "" {
-		store, err := e.knowledgeStore(a.Knowledge.Store)
+	if addr := e.knowledgeOf(a, tools); addr != "" {
+		store, err := e.knowledgeStore(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.Address, err)
 		}
 		opts.Knowledge = store
-		if k := e.plan.KnowledgeStore(a.Knowledge.Store); k != nil {
+		if k := e.plan.KnowledgeStore(addr); k != nil {
 			opts.Conventions = k.Conventions
 		}
 	}
@@ -102,6 +103,35 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	}
 	e.toolboxes[a.Address] = t
 	return t, nil
+}
+
+// workspace is the root of the file builtins: the plan's workspace,
+// relative to the configuration directory, which is also the default.
+func (e *Engine) workspace() string {
+	ws := e.plan.Settings.Workspace
+	if ws == "" || !filepath.IsAbs(ws) {
+		ws = filepath.Join(e.opts.BaseDir, ws)
+	}
+	return ws
+}
+
+// knowledgeOf is the knowledge store agent a's recall_knowledge and
+// store_knowledge tools use: the one its knowledge block names, else, for
+// an agent that has such a tool, the plan's only store. Without one the
+// tools answer that no store is configured.
+func (e *Engine) knowledgeOf(a *plan.Agent, tools []plan.Tool) string {
+	if a.Knowledge != nil && a.Knowledge.Store != "" {
+		return a.Knowledge.Store
+	}
+	if len(e.plan.Knowledge) != 1 {
+		return ""
+	}
+	for _, t := range tools {
+		if b := t.Executor.Builtin; b == "recall_knowledge" || b == "store_knowledge" {
+			return e.plan.Knowledge[0].Address
+		}
+	}
+	return ""
 }
 
 // delegateSpec describes the delegate tool with the agent's delegates as
