@@ -48,10 +48,10 @@ func oneCall(tool, args string) string {
 // out of it.
 func TestWorkspaceSetting(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl":          toolAgentHCL("read", "read_file", "", `symbi { workspace = "ws" }`),
-		"unused.json":       `{"turns":[]}`,
-		"ws/note.txt":       "inside the workspace",
-		"outside.txt":       "beside the workspace",
+		"main.hcl":    toolAgentHCL("read", "read_file", "", `symbi { workspace = "ws" }`),
+		"unused.json": `{"turns":[]}`,
+		"ws/note.txt": "inside the workspace",
+		"outside.txt": "beside the workspace",
 	}.compile(t)
 	if p.Settings.Workspace == "" {
 		t.Fatal("the plan has no workspace")
