@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/knowledge"
+	"github.com/symbi-dev/symbi/plan"
 )
 
 // KnowledgeStore is what recall_knowledge and store_knowledge need from a
@@ -31,7 +32,7 @@ type builtinSpec struct {
 	schema      string
 	effect      string
 	idempotent  bool
-	run         func(tb *Toolbox) runFunc
+	run         func(tb *Toolbox, t plan.Tool) runFunc // t is the plan's tool block
 }
 
 // builtinSpecs returns the table of builtins. It is built on each call, not
@@ -43,59 +44,59 @@ func builtinSpecs() map[string]builtinSpec {
 			schema:      `{"type":"object","properties":{"expression":{"type":"string","description":"for example (2 + 3) * 4.5 ^ 2"}},"required":["expression"],"additionalProperties":false}`,
 			effect:      "none",
 			idempotent:  true,
-			run:         func(*Toolbox) runFunc { return runCalculator },
+			run:         func(*Toolbox, plan.Tool) runFunc { return runCalculator },
 		},
 		"clock": {
 			description: "The current date and time in an IANA time zone (UTC by default).",
 			schema:      `{"type":"object","properties":{"timezone":{"type":"string","description":"IANA zone such as Europe/Berlin"}},"additionalProperties":false}`,
 			effect:      "none",
-			run:         func(tb *Toolbox) runFunc { return tb.runClock },
+			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runClock },
 		},
 		"read_file": {
 			description: "Read a text file inside the workspace.",
 			schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace"},"offset":{"type":"integer","minimum":0,"description":"byte offset to start at"}},"required":["path"],"additionalProperties":false}`,
 			effect:      "read",
 			idempotent:  true,
-			run:         func(tb *Toolbox) runFunc { return tb.runReadFile },
+			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runReadFile },
 		},
 		"list_dir": {
 			description: "List a directory inside the workspace; directories end with /.",
 			schema:      `{"type":"object","properties":{"path":{"type":"string","description":"relative to the workspace; . by default"}},"additionalProperties":false}`,
 			effect:      "read",
 			idempotent:  true,
-			run:         func(tb *Toolbox) runFunc { return tb.runListDir },
+			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runListDir },
 		},
 		"write_file": {
 			description: "Write (or append to) a text file inside the workspace, creating directories as needed.",
 			schema:      `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"append":{"type":"boolean"}},"required":["path","content"],"additionalProperties":false}`,
 			effect:      "write",
-			run:         func(tb *Toolbox) runFunc { return tb.runWriteFile },
+			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runWriteFile },
 		},
 		"http_get": {
 			description: "Fetch a URL with GET; only allow-listed hosts.",
 			schema:      `{"type":"object","properties":{"url":{"type":"string","description":"http or https URL"}},"required":["url"],"additionalProperties":false}`,
 			effect:      "read",
 			idempotent:  true,
-			run:         func(tb *Toolbox) runFunc { return tb.runHTTPGet },
+			run:         func(tb *Toolbox, t plan.Tool) runFunc { return tb.httpGetRun(t.AllowHosts) },
 		},
 		"delegate": {
 			description: "Hand a task to another agent and return its answer.",
 			schema:      `{"type":"object","properties":{"target":{"type":"string","description":"the agent's name"},"task":{"type":"string"}},"required":["target","task"],"additionalProperties":false}`,
 			effect:      "none",
-			run:         func(tb *Toolbox) runFunc { return tb.runDelegate },
+			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runDelegate },
 		},
 		"recall_knowledge": {
 			description: "Search the knowledge store for facts relevant to a query, or read the conventions that apply in a directory (scope conventions).",
 			schema:      `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50},"scope":{"enum":["facts","conventions"],"description":"facts (default) or the conventions that apply in dir"},"dir":{"type":"string","description":"conventions: a directory inside the workspace"}},"required":["query"],"additionalProperties":false}`,
 			effect:      "read",
 			idempotent:  true,
-			run:         func(tb *Toolbox) runFunc { return tb.runRecall },
+			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runRecall },
 		},
 		"store_knowledge": {
 			description: "Store a fact as a subject-predicate-object triple with a confidence.",
 			schema:      `{"type":"object","properties":{"subject":{"type":"string","minLength":1},"predicate":{"type":"string","minLength":1},"object":{"type":"string","minLength":1},"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["subject","predicate","object"],"additionalProperties":false}`,
 			effect:      "write",
-			run:         func(tb *Toolbox) runFunc { return tb.runStore },
+			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runStore },
 		},
 	}
 }
@@ -304,10 +305,11 @@ func (tb *Toolbox) runWriteFile(_ context.Context, args json.RawMessage, _ int) 
 }
 
 // hostAllowed matches a URL's host against the allow-list, with and without
-// its port.
+// its port. Host names are compared without regard to case, as DNS does.
 func hostAllowed(allow []string, u *url.URL) bool {
-	host, hostport := u.Hostname(), u.Host
+	host, hostport := strings.ToLower(u.Hostname()), strings.ToLower(u.Host)
 	for _, p := range allow {
+		p = strings.ToLower(p)
 		if ok, _ := path.Match(p, host); ok {
 			return true
 		}
@@ -318,7 +320,19 @@ func hostAllowed(allow []string, u *url.URL) bool {
 	return false
 }
 
-func (tb *Toolbox) runHTTPGet(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+// httpGetRun fetches only the hosts of the tool's own allow_hosts, or of
+// Options.HTTPAllowHosts when the tool has none.
+func (tb *Toolbox) httpGetRun(allow []string) runFunc {
+	if len(allow) == 0 {
+		allow = tb.opts.HTTPAllowHosts
+	}
+	allow = slices.Clone(allow)
+	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+		return tb.runHTTPGet(ctx, allow, args, limit)
+	}
+}
+
+func (tb *Toolbox) runHTTPGet(ctx context.Context, allow []string, args json.RawMessage, limit int) (string, bool, error) {
 	var a struct{ URL string }
 	if err := decodeArgs(args, &a); err != nil {
 		return "", false, err
@@ -327,7 +341,7 @@ func (tb *Toolbox) runHTTPGet(ctx context.Context, args json.RawMessage, limit i
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", false, fail(InvalidArguments, "", fmt.Errorf("%q is not an http(s) URL", a.URL))
 	}
-	if !hostAllowed(tb.opts.HTTPAllowHosts, u) {
+	if !hostAllowed(allow, u) {
 		return "", false, fail(Error, "", fmt.Errorf("%s: %w", u.Host, ErrHostNotAllowed))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -340,7 +354,7 @@ func (tb *Toolbox) runHTTPGet(ctx context.Context, args json.RawMessage, limit i
 		if len(via) >= 5 {
 			return errors.New("too many redirects")
 		}
-		if !hostAllowed(tb.opts.HTTPAllowHosts, r.URL) {
+		if !hostAllowed(allow, r.URL) {
 			return fail(Error, "", fmt.Errorf("redirect to %s: %w", r.URL.Host, ErrHostNotAllowed))
 		}
 		return nil

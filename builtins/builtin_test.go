@@ -199,6 +199,57 @@ func TestHTTPGetAllowList(t *testing.T) {
 	}
 }
 
+// TestHTTPGetToolAllowHosts gives two http_get tools of one toolbox their
+// own allow_hosts: each fetches only its own hosts, the toolbox-wide
+// Options.HTTPAllowHosts applies only to a tool without a list, and host
+// names match without regard to case.
+func TestHTTPGetToolAllowHosts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "page body")
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	tool := func(name string, hosts ...string) plan.Tool {
+		t := builtinTool("http_get")
+		t.Address, t.AllowHosts = "tool."+name, hosts
+		return t
+	}
+	tb := newToolbox(t, []plan.Tool{
+		tool("local", "127.0.0.1:"+u.Port()),
+		tool("docs", "docs.example.com", "*.EXAMPLE.org"),
+		tool("default"),
+	}, nil, Options{HTTPAllowHosts: []string{"localhost:" + u.Port()}})
+	ctx := context.Background()
+	get := func(name, rawURL string) error {
+		r, err := tb.Call(ctx, approve(t, tb, name, fmt.Sprintf(`{"url":%q}`, rawURL)))
+		if err == nil && r.Content != "page body" {
+			t.Errorf("%s %s: %q", name, rawURL, r.Content)
+		}
+		return err
+	}
+	if err := get("local", srv.URL); err != nil {
+		t.Errorf("local may fetch its own host: %v", err)
+	}
+	if err := get("local", "http://localhost:"+u.Port()); !errors.Is(err, ErrHostNotAllowed) {
+		t.Errorf("local fetched a host of the toolbox-wide list only: %v", err)
+	}
+	if err := get("docs", srv.URL); !errors.Is(err, ErrHostNotAllowed) {
+		t.Errorf("docs fetched another tool's host: %v", err)
+	}
+	if err := get("default", "http://LocalHost:"+u.Port()); err != nil {
+		t.Errorf("a tool without allow_hosts uses Options.HTTPAllowHosts: %v", err)
+	}
+	if err := get("default", srv.URL); !errors.Is(err, ErrHostNotAllowed) {
+		t.Errorf("default fetched a host on no list of its own: %v", err)
+	}
+	if !hostAllowed([]string{"*.EXAMPLE.org"}, &url.URL{Host: "Wiki.Example.ORG"}) {
+		t.Error("host names should match without regard to case")
+	}
+	if hostAllowed([]string{"*.example.org"}, &url.URL{Host: "example.org"}) {
+		t.Error("*.example.org should not match example.org itself")
+	}
+}
+
 func TestDelegate(t *testing.T) {
 	var got [2]string
 	tb := newToolbox(t, []plan.Tool{builtinTool("delegate")}, nil, Options{Delegate: func(ctx context.Context, target, task string) (string, error) {

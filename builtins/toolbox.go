@@ -28,8 +28,10 @@ type Options struct {
 	// to; BaseDir when empty.
 	Workspace string
 	// HTTPAllowHosts are the hosts http_get may fetch: exact names or
-	// path.Match globs ("*.example.com"), optionally with ":port". Empty
-	// means none.
+	// path.Match globs ("*.example.com"), optionally with ":port", compared
+	// without regard to case. A tool's own plan.Tool.AllowHosts (allow_hosts
+	// in HCL) replaces this list for that tool; this is the list of tools
+	// that have none. Empty means none.
 	HTTPAllowHosts []string
 	// Resolve turns a deferred plan.String (one calling env(), say) into its
 	// value at call time. Resolved values are secrets: never log them. Nil
@@ -225,7 +227,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		if e.info.Description == "" {
 			e.info.Description = b.description
 		}
-		e.run = b.run(tb)
+		e.run = b.run(tb, t)
 	case "command":
 		if t.Executor.Command == nil {
 			return nil, errors.New("command executor without a command block")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"path"
 	"path/filepath"
 	"sort"
@@ -23,6 +24,7 @@ func (c *compiler) buildSettings() {
 	s := &c.p.Settings
 	s.StateDir = ".symbi"
 	s.JournalSync = "background"
+	s.Workspace = "."
 	for i, b := range c.mod.Settings {
 		if i > 0 {
 			c.errorf(b.DefRange.Ptr(), "Duplicate symbi block", "Only one symbi block is allowed; the first is at %s.", c.mod.Settings[0].DefRange)
@@ -39,6 +41,7 @@ func (c *compiler) buildSettings() {
 		}
 		s.StateDir = c.relDir(b, "state_dir", ".symbi")
 		s.JournalSync = c.enum(b, "journal_sync", "background", "background", "always")
+		s.Workspace = c.relDir(b, "workspace", ".")
 	}
 }
 
@@ -289,6 +292,7 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 		c.errorf(b.DefRange.Ptr(), "Tool with more than one executor", "A tool needs exactly one executor, but this one has %s.", strings.Join(kinds, " and "))
 	}
 	t.Effect = c.enum(b, "effect", defEffect, effects...)
+	t.AllowHosts = c.allowHosts(b, t.Executor.Builtin)
 	if cb := b.One("circuit_breaker"); cb != nil {
 		t.CircuitBreaker = &plan.CircuitBreaker{
 			FailureThreshold: c.intv(cb, "failure_threshold", 3),
@@ -297,6 +301,47 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 		}
 	}
 	return t
+}
+
+// allowHosts reads the hosts an http_get tool may fetch. The patterns are
+// matched by builtins as path.Match globs against the URL's host and its
+// host:port, so a malformed glob or a URL in their place is refused here.
+func (c *compiler) allowHosts(b *lang.Block, builtin string) []string {
+	a := b.Attrs["allow_hosts"]
+	if a == nil {
+		if builtin == "http_get" {
+			c.warnf(b.DefRange.Ptr(), "http_get allows no host",
+				"%s runs the builtin http_get but has no allow_hosts, so it can fetch nothing. Add allow_hosts = [\"example.com\", \"*.example.org:8443\"].", b.Address())
+		}
+		return nil
+	}
+	if b.Attrs["builtin"] == nil || (builtin != "" && builtin != "http_get") {
+		c.errorf(a.NameRange.Ptr(), "Unexpected argument", "allow_hosts belongs to a tool whose builtin is http_get; %s fetches no URL.", b.Address())
+		return nil
+	}
+	hosts := c.strings(b, "allow_hosts")
+	for _, h := range hosts {
+		if err := checkHost(h); err != nil {
+			c.errorf(a.Expr.Range().Ptr(), "Invalid host", "allow_hosts: %q %s.", h, err)
+		}
+	}
+	return hosts
+}
+
+func checkHost(h string) error {
+	if strings.TrimSpace(h) != h || h == "" {
+		return fmt.Errorf("is not a host name")
+	}
+	if strings.Contains(h, "/") {
+		if u, err := url.Parse(h); err == nil && u.Host != "" {
+			return fmt.Errorf("is a URL; write the host alone, %q", u.Host)
+		}
+		return fmt.Errorf("is not a host name: write a name or glob, optionally with :port, such as \"*.example.com:8443\"")
+	}
+	if _, err := path.Match(h, ""); err != nil {
+		return fmt.Errorf("is not a valid glob: %s", err)
+	}
+	return nil
 }
 
 // canonicalJSON rewrites JSON with sorted object keys, as ctyjson writes

@@ -35,7 +35,7 @@ func commandSchema() *Schema { return &Schema{Attrs: []string{"argv", "dir", "en
 // TopLevel lists every top-level block type and its schema.
 func TopLevel() map[string]*Schema {
 	return map[string]*Schema{
-		"symbi":    {Attrs: []string{"required_version", "state_dir", "journal_sync"}},
+		"symbi":    {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace"}},
 		"variable": {Labels: named, Attrs: []string{"type", "default", "description", "sensitive"}},
 		"locals":   {Open: true},
 		"model": {Labels: named,
@@ -47,7 +47,7 @@ func TopLevel() map[string]*Schema {
 			}},
 		"router": {Labels: named, Attrs: []string{"strategy", "models", "prefer", "require", "minimum_quality"}},
 		"tool": {Labels: named,
-			Attrs: []string{"description", "parameters", "builtin", "effect", "idempotent", "approval", "timeout", "max_output_bytes", "tags", "recovery"},
+			Attrs: []string{"description", "parameters", "builtin", "effect", "idempotent", "approval", "timeout", "max_output_bytes", "tags", "recovery", "allow_hosts"},
 			Blocks: map[string]*Schema{
 				"command":         commandSchema(),
 				"http":            {Attrs: []string{"url", "method", "headers"}},

@@ -39,6 +39,10 @@ type Settings struct {
 	RequiredVersion string `json:"required_version,omitempty"`
 	StateDir        string `json:"state_dir"`    // default ".symbi"
 	JournalSync     string `json:"journal_sync"` // background | always
+	// Workspace is the root of the read_file, list_dir and write_file
+	// builtins, relative to the configuration directory (default "."). Empty
+	// in plans made before it existed: the configuration directory.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Variable is a declared input variable with its resolved value.
@@ -117,7 +121,10 @@ type Tool struct {
 	Tags           []string        `json:"tags,omitempty"`
 	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
 	Recovery       string          `json:"recovery,omitempty"` // recovery address
-	Range          Range           `json:"range"`
+	// AllowHosts are the hosts an http_get builtin may fetch: names or
+	// path.Match globs ("*.example.com"), optionally with ":port".
+	AllowHosts []string `json:"allow_hosts,omitempty"`
+	Range      Range    `json:"range"`
 }
 
 // Executor says how a tool runs. Exactly one of the pointers is set, matching Kind.
