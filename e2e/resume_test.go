@@ -37,20 +37,22 @@ func TestKillAndResume(t *testing.T) {
 	points := []struct {
 		name   string
 		events int
-		torn   bool // then append half a line, as a power loss could leave
+		torn   bool   // then append half a line, as a power loss could leave
+		sync   string // journal_sync
 	}{
-		{"first model call", 1, false},          // started
-		{"second model call", 6, false},         // iteration 1 observed
-		{"second tool call", 9, false},          // iteration 2 dispatched
-		{"third tool call", 14, false},          // iteration 3 dispatched
-		{"after the last tool call", 16, false}, // iteration 3 observed
-		{"torn tail", 9, true},
+		{"first model call", 1, false, "background"},          // started
+		{"second model call", 6, false, "background"},         // iteration 1 observed
+		{"second tool call", 9, false, "background"},          // iteration 2 dispatched
+		{"third tool call", 14, false, "background"},          // iteration 3 dispatched
+		{"after the last tool call", 16, false, "background"}, // iteration 3 observed
+		{"torn tail", 9, true, "background"},
+		{"synced always", 9, false, "always"},
 	}
 	for _, pt := range points {
 		t.Run(strings.ReplaceAll(pt.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			state := filepath.Join(t.TempDir(), "state")
-			p := start(t, call{dir: dir}, "run", "--state-dir", state, ".", "walk")
+			p := start(t, call{dir: dir}, "run", "--state-dir", state, "--var", "journal_sync="+pt.sync, ".", "walk")
 			id, before := waitForEvents(t, state, pt.events)
 			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -75,6 +77,9 @@ func TestKillAndResume(t *testing.T) {
 			ls := symbi(t, call{}, "runs", "--state-dir", state)
 			if !strings.Contains(ls.stdout, "incomplete") {
 				t.Errorf("symbi runs does not show the killed run as incomplete:\n%s", ls)
+			}
+			if show := symbi(t, call{}, "runs", "show", "--state-dir", state, id); show.code != 0 || !strings.Contains(show.stdout, "started") {
+				t.Errorf("symbi runs show of the killed run:\n%s", show)
 			}
 
 			r := symbi(t, call{dir: t.TempDir()}, "resume", "--state-dir", state, id)

@@ -5,6 +5,15 @@
 # played nothing still picks up at the right turn. The e2e test kills the
 # process while the model thinks and while a tool runs.
 
+variable "journal_sync" {
+  type    = string
+  default = "background"
+}
+
+symbi {
+  journal_sync = var.journal_sync
+}
+
 model "stepper" {
   provider = "scripted"
   script   = "script.json"
