@@ -41,7 +41,7 @@ func exampleConfigs(t *testing.T) []string {
 // an absolute one and a different environment. The canonical JSON must be
 // byte-identical, must not mention either directory, and must match what
 // `plan -out` saves; so must the readable tree. Every example must also
-// validate.
+// validate and be in canonical format.
 func TestPlansAreByteIdentical(t *testing.T) {
 	t.Parallel()
 	a := filepath.Join(t.TempDir(), "examples")
@@ -56,6 +56,9 @@ func TestPlansAreByteIdentical(t *testing.T) {
 			t.Parallel()
 			if r := symbi(t, call{dir: a}, "validate", cfg); r.code != 0 {
 				t.Fatalf("validate %s:\n%s", cfg, r)
+			}
+			if r := symbi(t, call{dir: a}, "fmt", "-check", "-diff", cfg); r.code != 0 {
+				t.Errorf("fmt -check %s: the example is not in canonical form\n%s", cfg, r)
 			}
 			first := symbi(t, call{dir: a}, "plan", "-json", cfg)
 			if first.code != 0 {
