@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -139,6 +141,46 @@ func TestCtrlCDuringStall(t *testing.T) {
 			end := terminated(t, readJournal(t, state, onlyRun(t, state)))
 			if end.Reason != "cancelled" {
 				t.Errorf("terminated %q (%s), want cancelled", end.Reason, end.Error)
+			}
+		})
+	}
+}
+
+// TestSlowToolEndsWithTheRun runs a command tool that would sleep far past
+// the run's 1 s budget: the budget's timeout ends the run (exit 3,
+// terminated timeout), and Ctrl-C while the tool sleeps cancels it (exit
+// 130); either way the sleeping process is killed, not left behind.
+func TestSlowToolEndsWithTheRun(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("no /proc: the test looks for left-behind processes there")
+	}
+	dir := fixture(t, "slow_tool")
+	for i, interrupt := range []bool{false, true} {
+		name := map[bool]string{false: "budget_timeout", true: "ctrl_c"}[interrupt]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			nap := fmt.Sprintf("29.%d%06d", i, time.Now().UnixNano()%1000000) // distinctive, to find the process
+			state := filepath.Join(t.TempDir(), "state")
+			p := start(t, call{dir: dir, timeout: 30 * time.Second}, "run", "--state-dir", state, "--var", "nap="+nap, ".", "go")
+			if interrupt {
+				deadline := time.Now().Add(hangLimit)
+				for len(processesMentioning("sleep "+nap)) == 0 && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := p.wait(t)
+			assertNoProcess(t, "sleep "+nap)
+			end := terminated(t, readJournal(t, state, onlyRun(t, state)))
+			want, code := "timeout", 3
+			if interrupt {
+				want, code = "cancelled", 130
+			}
+			if r.code != code || end.Reason != want {
+				t.Errorf("exit %d, terminated %q; want exit %d, %s\n%s", r.code, end.Reason, code, want, r)
 			}
 		})
 	}
