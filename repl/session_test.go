@@ -681,7 +681,7 @@ func TestToolsListsServersAndDelegates(t *testing.T) {
 	if out := handle(t, s, ":tools lead"); !strings.Contains(out, "  delegate  engine  effect none") || !strings.Contains(out, "hands a task to agent.researcher") {
 		t.Errorf(":tools lead:\n%s", out)
 	}
-	if got := handle(t, s, ":plan settings"); got != "settings {\n  journal_sync = \"background\"\n  state_dir = \".symbi\"\n}\n" {
+	if got := handle(t, s, ":plan settings"); got != "settings {\n  journal_sync = \"background\"\n  state_dir = \".symbi\"\n  workspace = \".\"\n}\n" {
 		t.Errorf(":plan settings: %q", got)
 	}
 }
