@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,6 +25,15 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
+	flag.Parse()
+	// The tests mostly wait (for fake-server latency, timeouts, child
+	// processes), so run more of them at once than there are cores, unless
+	// -parallel says otherwise.
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", "6")
+	}
 	dir, err := os.MkdirTemp("", "symbi-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
