@@ -20,45 +20,14 @@ func (s *Session) eval(line string) (string, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return "", diags
 	}
-	if s.readsSensitive(line) {
+	if v.ContainsMarked() {
 		// As in Terraform's console: a value derived from a sensitive
-		// variable is not shown, whatever was done to it.
+		// variable is not shown, whatever was done to it. The compiler
+		// marks sensitive values, and the marks follow them through
+		// locals, functions and templates.
 		return "(sensitive value)\n", diags
 	}
 	return FormatValue(v) + "\n", diags
-}
-
-// readsSensitive reports whether an expression refers to a variable
-// declared sensitive, or to all of var.
-func (s *Session) readsSensitive(line string) bool {
-	if s.cfg == nil {
-		return false
-	}
-	sensitive := map[string]bool{}
-	for _, v := range s.cfg.Plan.Variables {
-		if v.Sensitive {
-			sensitive[v.Name] = true
-		}
-	}
-	if len(sensitive) == 0 {
-		return false
-	}
-	expr, diags := s.parseAt(line, 0, len(line))
-	if diags.HasErrors() {
-		return true
-	}
-	for _, tr := range expr.Variables() {
-		if tr.RootName() != "var" {
-			continue
-		}
-		if len(tr) < 2 {
-			return true
-		}
-		if a, ok := tr[1].(hcl.TraverseAttr); !ok || sensitive[a.Name] {
-			return true
-		}
-	}
-	return false
 }
 
 // evalAt evaluates the expression at line[start:end]; its diagnostics point

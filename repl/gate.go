@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -255,10 +256,11 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 		}
 	}
 	box, err := builtins.NewToolbox(ctx, []plan.Tool{*t}, servers, builtins.Options{
-		BaseDir:  s.baseDir(),
-		StateDir: s.stateDir(),
-		Resolve:  func(v plan.String) (string, error) { return interp.EvalString(v, s.opts.LookupEnv) },
-		Now:      s.opts.Now,
+		BaseDir:   s.baseDir(),
+		StateDir:  s.stateDir(),
+		Workspace: filepath.Join(s.baseDir(), p.Settings.Workspace),
+		Resolve:   func(v plan.String) (string, error) { return interp.EvalString(v, s.opts.LookupEnv) },
+		Now:       s.opts.Now,
 	})
 	if err != nil {
 		return "", errorAt(rng, "Tool does not start", "%v", err)

@@ -598,6 +598,10 @@ variable "name" {
   type    = string
   default = "open"
 }
+
+locals {
+  header = "Bearer ${var.token}"
+}
 `
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -613,6 +617,8 @@ variable "name" {
 		"var.name":                   "\"open\"\n",
 		"length(var.token) > 0":      "(sensitive value)\n",
 		`"${var.name}-${var.token}"`: "(sensitive value)\n",
+		"local.header":               "(sensitive value)\n",
+		"length(local.header)":       "(sensitive value)\n",
 	} {
 		if got := handle(t, s, in); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
