@@ -138,3 +138,55 @@ func waitForEvents(t *testing.T, state string, n int) (string, int) {
 	t.Fatalf("no run in %s reached %d events within %v", state, n, hangLimit)
 	return "", 0
 }
+
+// TestKillDuringApprovalAndResume kills a run while it waits for a person
+// to approve a tool call, resumes it, and approves: the call runs once, and
+// the person is shown only the request the resumed run waits for (the killed
+// attempt's request is nobody's to answer any more).
+func TestKillDuringApprovalAndResume(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t, "gate")
+	state := filepath.Join(t.TempDir(), "state")
+	marker := filepath.Join(t.TempDir(), "marker")
+	p := start(t, call{dir: dir}, "run", "--agent", "asked", "--state-dir", state, "--var", "marker="+marker, ".", "go")
+	first := waitForApproval(t, state)
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+	id := onlyRun(t, state)
+
+	resumed := start(t, call{dir: t.TempDir()}, "resume", "--state-dir", state, id)
+	var pending []string
+	deadline := time.Now().Add(hangLimit)
+	for time.Now().Before(deadline) {
+		pending, _ = filepath.Glob(filepath.Join(state, "approvals", "*.request.json"))
+		if len(pending) > 1 || (len(pending) == 1 && !strings.Contains(pending[0], first)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var waiting string
+	for _, f := range pending {
+		if rid := strings.TrimSuffix(filepath.Base(f), ".request.json"); rid != first {
+			waiting = rid
+		}
+	}
+	if waiting == "" {
+		t.Fatalf("the resumed run asked nothing new; pending: %v", pending)
+	}
+	if len(pending) != 1 {
+		t.Errorf("%d approval requests pending after the resume, want only the one the resumed run waits for; the killed attempt's %s is still listed", len(pending), first)
+	}
+	if r := symbi(t, call{}, "approve", "--state-dir", state, "--by", "e2e", waiting); r.code != 0 {
+		t.Fatalf("symbi approve:\n%s", r)
+	}
+	r := resumed.wait(t)
+	if r.code != 0 || !strings.Contains(r.stdout, "The marker is written.") {
+		t.Fatalf("symbi resume:\n%s", r)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the approved call did not run: %v", err)
+	}
+	assertGated(t, readJournal(t, state, id))
+}
