@@ -16,7 +16,7 @@ var (
 	varyVars      = []string{"index"}
 	candidateVars = []string{"index", "content", "usage", "elapsed"}
 	sideEffects   = []string{"isolate", "read_only", "allow"}
-	varyFields    = []string{"temperature", "max_output_tokens", "system", "seed", "top_p"}
+	varyFields    = []string{"temperature", "max_output_tokens", "system"}
 )
 
 func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {

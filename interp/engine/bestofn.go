@@ -251,8 +251,8 @@ func (r *run) bonPersist(ctx context.Context) {
 
 // bonVary evaluates the block's vary expressions for candidate index and
 // applies them to the candidate's run options. vary may set temperature,
-// max_output_tokens and system; seed and top_p are accepted by the language
-// but no provider request carries them yet, so they fail the candidate.
+// max_output_tokens and system (the compiler refuses other fields); any
+// other field in a hand-edited plan fails the candidate.
 func (e *Engine) bonVary(exprs *bonExprs, bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
 	ro := RunOptions{
 		SideEffects: bon.SideEffects,

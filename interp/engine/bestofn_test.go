@@ -12,6 +12,7 @@ import (
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 	"github.com/symbi-dev/symbi/provider/scripted"
 )
@@ -418,7 +419,7 @@ best_of_n "answer" {
   agent      = agent.solver
   candidates = 2
   vary {
-    seed = candidate.index
+    temperature = candidate.index
   }
   scorer {
     expr = 1
@@ -427,6 +428,9 @@ best_of_n "answer" {
 `,
 		"scripts/model.json": `{"turns": [{"content": "42"}], "on_exhausted": "repeat_last"}`,
 	}.compile(t)
+	// The compiler refuses other fields; a plan edited by hand may still
+	// carry one, and the engine must fail the candidate, not ignore it.
+	p.BestOfN[0].Vary = map[string]plan.Expr{"seed": p.BestOfN[0].Vary["temperature"]}
 	e, _ := newEngine(t, p, dir, nil)
 	res, err := e.BestOfN(context.Background(), "answer", "x", RunOptions{})
 	if err != nil {
