@@ -2,11 +2,11 @@ package interp
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/lang"
 	"github.com/symbi-dev/symbi/plan"
@@ -234,29 +234,30 @@ func (c *compiler) checkPriced(who, modelAddr string, bu plan.Budget, subject *h
 }
 
 // checkPreflight checks that best-of-N estimates fit every aggregate limit of
-// its budget before any candidate starts.
+// its budget before any candidate starts. It applies the engine's own rule
+// (budget.PreflightBestOfN), so a plan that compiles never fails the same
+// check at run time.
 func (c *compiler) checkPreflight() {
 	for _, n := range c.p.BestOfN {
 		if n.Budget == "" || c.hasUnknowns(n.Address) || c.hasUnknowns(n.Budget) {
 			continue
 		}
-		bu := c.p.Budget(n.Budget)
-		k := int64(n.Candidates)
-		e := n.Estimate
-		subject := c.attrRange(n.Address, "candidates")
-		fit := func(limit string, max, need int64, per string) {
-			if max > 0 && need > max {
-				c.errorf(subject, "Best-of-N does not fit its budget",
-					"%d candidates × %s = %d, more than %s %s = %d. Lower candidates, lower the estimates, or raise the limit.", k, per, need, bu.Address, limit, max)
-			}
+		err := budget.PreflightBestOfN(c.p.Budget(n.Budget), n.Estimate, n.Candidates)
+		if err == nil {
+			continue
 		}
-		fit("max_model_calls", bu.MaxModelCalls, satMul(k, satAdd(e.ModelCallsPerCandidate, e.ScorerModelCallsPerCandidate)),
-			fmt.Sprintf("(%d generation + %d scorer model calls)", e.ModelCallsPerCandidate, e.ScorerModelCallsPerCandidate))
-		fit("max_total_tokens", bu.MaxTotalTokens, satMul(k, satAdd(e.TotalTokensPerCandidate, e.ScorerTotalTokensPerCandidate)),
-			fmt.Sprintf("(%d generation + %d scorer tokens)", e.TotalTokensPerCandidate, e.ScorerTotalTokensPerCandidate))
-		if need := float64(k) * e.CostUSDPerCandidate; bu.MaxCostUSD > 0 && need > bu.MaxCostUSD {
+		subject := c.attrRange(n.Address, "candidates")
+		var ex *budget.Exceeded
+		switch {
+		case errors.As(err, &ex):
 			c.errorf(subject, "Best-of-N does not fit its budget",
-				"%d candidates × $%g = $%g, more than %s max_cost_usd = $%g.", k, e.CostUSDPerCandidate, need, bu.Address, bu.MaxCostUSD)
+				"%d candidates need %g by their estimates, more than %s %s = %g. Lower candidates, lower the estimates, or raise the limit.",
+				n.Candidates, ex.Used, n.Budget, ex.Limit, ex.Max)
+		case errors.Is(err, budget.ErrZeroEstimate):
+			c.errorf(subject, "Best-of-N estimate missing",
+				"%s: %v. Set it in the estimate block so the aggregate budget can be reserved before candidates start.", n.Budget, err)
+		default:
+			c.errorf(subject, "Best-of-N estimate invalid", "%v.", err)
 		}
 	}
 }
@@ -281,23 +282,6 @@ func (c *compiler) hasUnknowns(addr string) bool {
 	}
 	b := c.block(addr)
 	return b != nil && walk(b)
-}
-
-func satAdd(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return 1<<63 - 1
-}
-
-func satMul(a, b int64) int64 {
-	if a == 0 || b == 0 {
-		return 0
-	}
-	if p := a * b; p/b == a {
-		return p
-	}
-	return 1<<63 - 1
 }
 
 // checkDelegationCycles finds agents that delegate to themselves through
