@@ -53,13 +53,15 @@ func (r *run) act(ctx context.Context, gs []gated) ([]observation, error) {
 		}
 	}
 	if len(calls) > 0 {
+		// The round first: the results' usage reports tool calls, not
+		// rounds, so a round counted for calls that then do not fit shows
+		// nowhere. The calls fit together or none is counted, since none of
+		// them runs.
 		if err := r.acct.ToolRound(); err != nil {
 			return nil, err
 		}
-		for range calls {
-			if err := r.acct.ToolCall(); err != nil {
-				return nil, err
-			}
+		if err := r.acct.ReserveToolCalls(len(calls)); err != nil {
+			return nil, err
 		}
 		results, err := r.dispatch(ctx, calls)
 		if err != nil {

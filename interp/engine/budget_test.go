@@ -18,6 +18,7 @@ import (
 func TestEveryBudgetLimit(t *testing.T) {
 	const loop = `{"turns":[{"tool_calls":[{"name":"calculator","arguments":{"expression":"1+1"}}],"usage":{"prompt_tokens":100,"completion_tokens":10}}],"on_exhausted":"repeat_last"}`
 	const slow = `{"turns":[{"content":"late","latency":"10s"}]}`
+	const pairs = `{"turns":[{"tool_calls":[{"name":"calculator","arguments":{"expression":"1+1"}},{"name":"calculator","arguments":{"expression":"2+2"}}],"usage":{"prompt_tokens":100,"completion_tokens":10}}],"on_exhausted":"repeat_last"}`
 	cases := []struct {
 		limit, setting, script string
 		reason                 Reason
@@ -36,6 +37,13 @@ func TestEveryBudgetLimit(t *testing.T) {
 		{budget.MaxToolCalls, "max_tool_calls = 2", loop, BudgetExceeded, func(t *testing.T, res *Result) {
 			if res.Usage.ToolCalls != 2 {
 				t.Errorf("tool calls %d, want 2", res.Usage.ToolCalls)
+			}
+		}},
+		// Calls proposed together fit together or none is counted: the
+		// second pair does not fit in 3, runs not at all, and counts nothing.
+		{budget.MaxToolCalls, "max_tool_calls = 3", pairs, BudgetExceeded, func(t *testing.T, res *Result) {
+			if res.Usage.ToolCalls != 2 {
+				t.Errorf("tool calls %d, want 2 (the first pair; the second did not run)", res.Usage.ToolCalls)
 			}
 		}},
 		{budget.MaxToolRounds, "max_tool_rounds = 2", loop, BudgetExceeded, func(t *testing.T, res *Result) {
