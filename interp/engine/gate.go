@@ -119,9 +119,19 @@ func (r *run) toolNames() []string {
 	return out
 }
 
-// policyInput is what the policies see. Usage and the limits come from the
-// accountant, so a policy can refuse on spend.
+// policyInput is what the policies see. Usage comes from the accountant,
+// so a policy can refuse on spend; the rest is the run's fixed input.
 func (r *run) policyInput(a policy.Action) policy.Input {
+	in := r.input0
+	in.Action = a
+	in.Run.Iteration = r.iter
+	in.Run.Usage = usageOf(r.acct)
+	return in
+}
+
+// fixedInput is the part of every policy input that does not change during
+// a run, built once rather than per gated action: policies only read it.
+func (r *run) fixedInput() policy.Input {
 	model := r.agent.Model
 	if m := r.e.plan.Model(model); m != nil && m.Name != "" {
 		model = strings.TrimPrefix(m.Address, "model.")
@@ -133,13 +143,10 @@ func (r *run) policyInput(a policy.Action) policy.Input {
 		ctx = map[string]any{}
 	}
 	return policy.Input{
-		Action: a,
-		Agent:  policy.AgentInfo{Name: r.name, Model: model, DelegationDepth: r.ro.Depth},
+		Agent: policy.AgentInfo{Name: r.name, Model: model, DelegationDepth: r.ro.Depth},
 		Run: policy.RunInfo{
-			ID:        r.id,
-			Iteration: r.iter,
-			Usage:     usageOf(r.acct),
-			Budget:    policy.BudgetLimits(r.e.plan.Budget(r.agent.Budget)),
+			ID:     r.id,
+			Budget: policy.BudgetLimits(r.e.plan.Budget(r.agent.Budget)),
 		},
 		Context: ctx,
 	}

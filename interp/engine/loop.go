@@ -82,7 +82,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 func (r *run) reactCall() modelCall {
 	c := modelCall{msgs: r.conv, fitted: true, toolChoice: r.agent.Loop.ToolChoice}
 	if r.agent.Loop.ToolChoice != "none" {
-		c.tools = r.tools.specs
+		c.tools, c.toolTokens = r.tools.specs, r.tools.specTokens
 	}
 	if len(c.tools) == 0 {
 		c.toolChoice = ""

@@ -22,8 +22,11 @@ type modelCall struct {
 	msgs []provider.Message // the whole conversation; reason fits it
 	// fitted says msgs already fit the context settings (the react loop
 	// fits r.conv itself, and Fit is most of a step's own CPU).
-	fitted     bool
-	tools      []provider.ToolSpec
+	fitted bool
+	tools  []provider.ToolSpec
+	// toolTokens is the estimate of tools when known (the agent's specs,
+	// estimated once); 0: estimate them.
+	toolTokens int64
 	toolChoice string
 	json       bool
 	// quiet keeps this call's deltas off the terminal (evaluations, plans).
@@ -41,7 +44,12 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	if !c.fitted {
 		msgs = convo.Fit(msgs, r.agent.Context)
 	}
-	est := estimatePrompt(msgs, c.tools)
+	est := estimateMessages(msgs)
+	if c.toolTokens > 0 {
+		est += c.toolTokens
+	} else {
+		est += estimateTools(c.tools)
+	}
 	m, spec, err := r.pickModel(ctx, c, est)
 	if err != nil {
 		return provider.Response{}, err
@@ -122,8 +130,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	return resp, nil
 }
 
-// estimatePrompt is the preflight token estimate of a request.
-func estimatePrompt(msgs []provider.Message, tools []provider.ToolSpec) int64 {
+// estimateMessages and estimateTools are the preflight token estimate of
+// a request.
+func estimateMessages(msgs []provider.Message) int64 {
 	var n int64
 	for _, m := range msgs {
 		n += 4 + int64(stdlib.EstimateTokens(m.Content))
@@ -131,6 +140,11 @@ func estimatePrompt(msgs []provider.Message, tools []provider.ToolSpec) int64 {
 			n += int64(stdlib.EstimateTokens(c.Name) + stdlib.EstimateTokens(c.Arguments))
 		}
 	}
+	return n
+}
+
+func estimateTools(tools []provider.ToolSpec) int64 {
+	var n int64
 	for _, t := range tools {
 		n += int64(stdlib.EstimateTokens(t.Name) + stdlib.EstimateTokens(t.Description) + stdlib.EstimateTokens(string(t.Parameters)))
 	}

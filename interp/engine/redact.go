@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // redactedText replaces a secret wherever a run would show it.
@@ -19,8 +20,16 @@ const minSecretLen = 4
 // streamed answer and the Result. Secrets are the values the engine resolved
 // itself (API keys, env() values in tool settings), so it knows them all
 // before anything containing them can be written.
+//
+// Every event passes through it, so reading takes no lock: adding a secret
+// (rare, when a model or a toolbox is built) publishes a new secretSet.
 type redactor struct {
-	mu      sync.RWMutex
+	mu  sync.Mutex // serialises add
+	set atomic.Pointer[secretSet]
+}
+
+// secretSet is never changed once published.
+type secretSet struct {
 	secrets []string
 	// forms are the byte sequences that betray a secret in encoded JSON:
 	// the secret as it is and as encoding/json escapes it.
@@ -28,20 +37,33 @@ type redactor struct {
 	longest int
 }
 
+// load returns the current secrets; nil when there are none.
+func (x *redactor) load() *secretSet { return x.set.Load() }
+
 func (x *redactor) add(s string) {
 	if len(s) < minSecretLen {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for _, have := range x.secrets {
+	old := x.load()
+	if old == nil {
+		old = &secretSet{}
+	}
+	for _, have := range old.secrets {
 		if have == s {
 			return
 		}
 	}
-	x.secrets = append(x.secrets, s)
-	x.longest = max(x.longest, len(s))
-	x.forms = append(x.forms, []byte(s))
+	x.set.Store(old.with(s))
+}
+
+func (old *secretSet) with(s string) *secretSet {
+	x := &secretSet{
+		secrets: append(append([]string(nil), old.secrets...), s),
+		forms:   append(append([][]byte(nil), old.forms...), []byte(s)),
+		longest: max(old.longest, len(s)),
+	}
 	for _, html := range []bool{true, false} {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
@@ -53,19 +75,16 @@ func (x *redactor) add(s string) {
 			x.forms = append(x.forms, f)
 		}
 	}
-}
-
-func (x *redactor) list() []string {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return append([]string(nil), x.secrets...)
+	return x
 }
 
 // text replaces every secret in s.
 func (x *redactor) text(s string) string {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return replaceSecrets(s, x.secrets)
+	set := x.load()
+	if set == nil {
+		return s
+	}
+	return replaceSecrets(s, set.secrets)
 }
 
 func replaceSecrets(s string, secrets []string) string {
@@ -104,15 +123,14 @@ func (e *redactedError) Unwrap() error { return e.err }
 // it is, without decoding it; that is the common case and costs a few
 // byte searches.
 func (x *redactor) json(b []byte) []byte {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if len(x.secrets) == 0 || len(b) == 0 {
+	set := x.load()
+	if set == nil || len(b) == 0 {
 		return b
 	}
 	// A \u escape can spell any character, so its presence means the
 	// forms cannot rule a secret out.
 	suspect := bytes.Contains(b, []byte(`\u`))
-	for _, f := range x.forms {
+	for _, f := range set.forms {
 		if suspect {
 			break
 		}
@@ -127,12 +145,12 @@ func (x *redactor) json(b []byte) []byte {
 	if dec.Decode(&v) != nil {
 		// Not JSON (it always is, from record): plain replacement.
 		s := string(b)
-		for _, f := range x.forms {
+		for _, f := range set.forms {
 			s = strings.ReplaceAll(s, string(f), redactedText)
 		}
 		return []byte(s)
 	}
-	v, changed := redactValue(v, x.secrets)
+	v, changed := redactValue(v, set.secrets)
 	if !changed {
 		return b
 	}
@@ -182,15 +200,14 @@ func redactValue(v any, secrets []string) (any, bool) {
 // secret, which the next delta may complete. The tail is at most the
 // longest secret's length less one.
 func (x *redactor) stream(s string) (show, hold string) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if len(x.secrets) == 0 {
+	set := x.load()
+	if set == nil {
 		return s, ""
 	}
-	s = replaceSecrets(s, x.secrets)
-	for k := min(len(s), x.longest-1); k > 0; k-- {
+	s = replaceSecrets(s, set.secrets)
+	for k := min(len(s), set.longest-1); k > 0; k-- {
 		tail := s[len(s)-k:]
-		for _, sec := range x.secrets {
+		for _, sec := range set.secrets {
 			if len(sec) > k && strings.HasPrefix(sec, tail) {
 				return s[:len(s)-k], tail
 			}

@@ -238,3 +238,32 @@ func TestResumeInProcess(t *testing.T) {
 		t.Error("resuming a finished run succeeded")
 	}
 }
+
+// TestPlanSavedBeforeStarted checks, as each run's started event is
+// written, that its plan can already be loaded: a run killed right after it
+// started can be resumed.
+func TestPlanSavedBeforeStarted(t *testing.T) {
+	p, dir := fixture{"main.hcl": toolAgentHCL("calc", "calculator", "", ""), "unused.json": `{"turns":[]}`}.compile(t)
+	m := scriptedModel(t, `{"turns":[{"content":"done"}]}`)
+	var stateDir string
+	checked := 0
+	e, _ := newEngine(t, p, dir, func(o *Options) {
+		withModel(m)(o)
+		stateDir = o.StateDir
+		o.OnEvent = func(ev Event) {
+			if ev.Type != journal.Started {
+				return
+			}
+			checked++
+			if _, err := journal.LoadPlan(stateDir, ev.RunID); err != nil {
+				t.Errorf("at started: %v", err)
+			}
+		}
+	})
+	if res := mustRun(t, e, "a", "hi", RunOptions{}); res.Termination.Reason != Completed {
+		t.Fatalf("got %s", res.Termination)
+	}
+	if checked != 1 {
+		t.Errorf("%d started events", checked)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,6 +50,8 @@ type run struct {
 	planSaved <-chan error
 	// usageAtStart is the shared accountant's usage when the run began.
 	usageAtStart policy.Usage
+	// input0 is the policy input without the action, iteration and usage.
+	input0 policy.Input
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -111,6 +114,7 @@ func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions)
 	if r.chain, err = e.chain(ctx, a, r.tools); err != nil {
 		return nil, err
 	}
+	r.input0 = r.fixedInput()
 	return r, nil
 }
 
@@ -128,25 +132,77 @@ func (r *run) open(resume bool) error {
 	if resume {
 		r.jw, err = journal.OpenAppend(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
 	} else {
-		// Saving the plan ends in an fsync; it runs beside the journal's
-		// creation (which syncs its directories) rather than after it, and
-		// finish waits for it.
 		b, encErr := r.e.planJSON()
 		if encErr != nil {
 			return fmt.Errorf("saving the plan: %w", encErr)
 		}
-		saved := make(chan error, 1)
-		r.planSaved = saved
-		go func() { saved <- journal.SavePlan(sd, r.id, b) }()
 		r.jw, err = journal.Create(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
-		if err != nil {
-			<-saved
+		if err == nil {
+			err = r.savePlan(journal.RunDir(sd, r.id), b, mode)
+			if err != nil {
+				r.jw.Close()
+				r.jw = nil
+			}
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("starting the journal: %w", err)
 	}
 	return nil
+}
+
+// savePlan puts the plan beside the journal before the journal's first
+// line, so a run killed at any point after it started can be resumed: the
+// file is written and renamed into place here (the kernel has it; a killed
+// process loses nothing), and, like the journal's lines, it reaches stable
+// storage in the background unless journal_sync is "always". finish waits
+// for that sync.
+func (r *run) savePlan(dir string, b []byte, mode journal.SyncMode) error {
+	tmp, err := os.CreateTemp(dir, journal.PlanFileName+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	path := filepath.Join(dir, journal.PlanFileName)
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	durable := func() error {
+		if err := syncPath(path); err != nil {
+			return fmt.Errorf("saving the plan: %w", err)
+		}
+		if err := syncPath(dir); err != nil {
+			return fmt.Errorf("saving the plan: %w", err)
+		}
+		return nil
+	}
+	if mode == journal.SyncAlways {
+		return durable()
+	}
+	saved := make(chan error, 1)
+	r.planSaved = saved
+	go func() { saved <- durable() }()
+	return nil
+}
+
+// syncPath fsyncs a file or a directory.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (r *run) initialConversation() []provider.Message {

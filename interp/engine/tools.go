@@ -24,8 +24,10 @@ const DelegateTool = "delegate"
 // agentTools is one agent's tool set, prepared once per engine.
 type agentTools struct {
 	box   *builtins.Toolbox
-	specs []provider.ToolSpec      // what the model sees, after the profile
-	info  map[string]builtins.Info // by tool name, the visible tools only
+	specs []provider.ToolSpec // what the model sees, after the profile
+	// specTokens estimates specs, once rather than before every call.
+	specTokens int64
+	info       map[string]builtins.Info // by tool name, the visible tools only
 }
 
 // agentTools builds (once) the toolbox of agent a: its effective tools, its
@@ -101,6 +103,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	if len(a.Delegates) > 0 {
 		t.specs = append(t.specs, delegateSpec(a.Delegates))
 	}
+	t.specTokens = estimateTools(t.specs)
 	e.toolboxes[a.Address] = t
 	return t, nil
 }
