@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,7 +43,7 @@ func TestMCPFilesystemServer(t *testing.T) {
 	server := mcpServer(t)
 	dir := fixture(t, "mcp")
 	state := filepath.Join(t.TempDir(), "state")
-	r := symbi(t, call{dir: dir}, "run", "--state-dir", state, "--var", "server="+server, "--var", "root="+dir, ".", "What is on the shelf?")
+	r := symbi(t, call{dir: dir}, "run", "--agent", "librarian", "--state-dir", state, "--var", "server="+server, "--var", "root="+dir, ".", "What is on the shelf?")
 	if r.code != 0 {
 		t.Fatalf("run:\n%s", r)
 	}
@@ -85,8 +86,8 @@ func TestMCPServerStopsOnCtrlC(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	// Interrupt as soon as the server is up rather than rely on the run's
 	// timing.
-	p := start(t, call{dir: dir}, "run", "--state-dir", state, "--var", "server="+server, "--var", "root="+dir, ".", "What is on the shelf?")
-	deadline := time.Now().Add(hangLimit)
+	p := start(t, call{dir: dir}, "run", "--agent", "librarian", "--state-dir", state, "--var", "server="+server, "--var", "root="+dir, ".", "What is on the shelf?")
+	deadline := time.Now().Add(20 * time.Second)
 	for len(processesMentioning(dir)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -150,4 +151,62 @@ func processesMentioning(s string) []string {
 		}
 	}
 	return out
+}
+
+// TestMCPServerDiesMidRun kills the MCP server between two of the agent's
+// calls: the second call must come back as a typed transport failure the
+// model sees (its script answers only then), and the run must complete.
+func TestMCPServerDiesMidRun(t *testing.T) {
+	t.Parallel()
+	server := mcpServer(t)
+	dir := fixture(t, "mcp")
+	state := filepath.Join(t.TempDir(), "state")
+	p := start(t, call{dir: dir}, "run", "--agent", "survivor", "--state-dir", state, "--var", "server="+server, "--var", "root="+dir, ".", "What is on the shelf?")
+
+	// Once the first result is journalled the model thinks for 1.5 s:
+	// kill the server then.
+	deadline := time.Now().Add(hangLimit)
+	for {
+		runs, _ := journal.ListRuns(state)
+		if len(runs) == 1 {
+			evs, _ := journal.ReadFile(journal.Path(state, runs[0].ID))
+			if len(eventsOf[journal.ToolResultData](t, evs, journal.ToolResult)) > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no tool result within %v", hangLimit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	procs := processesMentioning(dir)
+	if len(procs) == 0 {
+		t.Fatal("the MCP server is not running")
+	}
+	for _, pr := range procs {
+		pid, _, _ := strings.Cut(pr, ":")
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+
+	r := p.wait(t)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "The file server is gone." {
+		t.Fatalf("want the run to complete with the model's answer to the failure\n%s", r)
+	}
+	evs := readJournal(t, state, onlyRun(t, state))
+	assertGated(t, evs)
+	var failed bool
+	for _, tr := range eventsOf[journal.ToolResultData](t, evs, journal.ToolResult) {
+		if tr.CallID == "call_read" {
+			failed = tr.ErrorKind == "transport"
+			if !failed {
+				t.Errorf("the call to the dead server: %+v, want error_kind transport", tr)
+			}
+		}
+	}
+	if !failed {
+		t.Errorf("no result for the call to the dead server")
+	}
+	assertNoProcess(t, dir)
 }

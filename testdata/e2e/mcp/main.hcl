@@ -53,3 +53,19 @@ agent "librarian" {
   policies     = [policy.rules]
   budget       = budget.mcp
 }
+
+# The same server, but the test kills it between two calls: the second call
+# must fail as a typed observation the model sees, not hang or crash the run.
+model "patient" {
+  provider = "scripted"
+  script   = "script_server_dies.json"
+}
+
+agent "survivor" {
+  description  = "Carries on when the server dies"
+  model        = model.patient
+  tools        = [mcp_server.fs]
+  tool_profile = tool_profile.reader
+  policies     = [policy.rules]
+  budget       = budget.mcp
+}
