@@ -81,6 +81,7 @@ func (c *compiler) checkAgents() {
 		if len(a.EffectiveTools) == 0 {
 			a.EffectiveTools = nil
 		}
+		c.checkResolvers(a)
 		switch tc := a.Loop.ToolChoice; tc {
 		case "auto", "required", "none":
 		default:
@@ -443,6 +444,30 @@ func (c *compiler) checkSchema(a *hcl.Attribute, raw []byte) {
 	}
 	if err != nil {
 		c.errorf(a.Expr.Range().Ptr(), "Invalid JSON Schema", "parameters is not a valid JSON Schema: %s.", err)
+	}
+}
+
+// checkResolvers requires pre_hydrate's resolver tools to be among the
+// agent's effective tools: the engine resolves references with the agent's
+// own toolset, through its own policies, like any call the agent makes.
+func (c *compiler) checkResolvers(a *plan.Agent) {
+	if a.PreHydrate == nil {
+		return
+	}
+	var rng *hcl.Range
+	if b := c.block(a.Address); b != nil {
+		if hb := b.One("pre_hydrate"); hb != nil {
+			if attr := hb.Attrs["resolvers"]; attr != nil {
+				rng = attr.Expr.Range().Ptr()
+			}
+		}
+	}
+	for _, kind := range keys(a.PreHydrate.Resolvers) {
+		t := a.PreHydrate.Resolvers[kind]
+		if !checkEnum(t, a.EffectiveTools) {
+			c.errorf(rng, "Resolver is not one of the agent's tools",
+				"pre_hydrate resolves %s references with %s, which is not among %s's tools after its profile. Add it to the agent's tools (and allow it in a policy).", kind, t, a.Address)
+		}
 	}
 }
 
