@@ -54,7 +54,9 @@ func (l *bonLedger) reserve(est policy.Usage, own plan.Budget) (*bonReservation,
 		}
 		room := free(limit, used, reserved)
 		if room <= 0 || need > room {
-			return &budget.Exceeded{Limit: name}
+			// Used is what the stage would bring the total to: spent,
+			// reserved by stages in flight, and this stage's estimate.
+			return &budget.Exceeded{Limit: name, Max: float64(limit), Used: float64(used) + float64(reserved) + float64(need)}
 		}
 		if *field <= 0 || *field > room {
 			*field = room
@@ -83,7 +85,7 @@ func (l *bonLedger) reserve(est policy.Usage, own plan.Budget) (*bonReservation,
 	if lim.MaxCostUSD > 0 {
 		room := lim.MaxCostUSD - u.CostUSD - rs.CostUSD
 		if room <= 0 || est.CostUSD > room {
-			l.err = &budget.Exceeded{Limit: "max_cost_usd"}
+			l.err = &budget.Exceeded{Limit: "max_cost_usd", Max: lim.MaxCostUSD, Used: u.CostUSD + rs.CostUSD + est.CostUSD}
 			return nil, own, l.err
 		}
 		if b.MaxCostUSD <= 0 || b.MaxCostUSD > room {
@@ -143,11 +145,11 @@ func (l *bonLedger) exhausted() error {
 		{"max_total_tokens", lim.MaxTotalTokens, u.TotalTokens},
 	} {
 		if c.limit > 0 && c.used > c.limit {
-			return &budget.Exceeded{Limit: c.name}
+			return &budget.Exceeded{Limit: c.name, Max: float64(c.limit), Used: float64(c.used)}
 		}
 	}
 	if lim.MaxCostUSD > 0 && (u.CostUSD > lim.MaxCostUSD || math.IsNaN(u.CostUSD)) {
-		return &budget.Exceeded{Limit: "max_cost_usd"}
+		return &budget.Exceeded{Limit: "max_cost_usd", Max: lim.MaxCostUSD, Used: u.CostUSD}
 	}
 	return nil
 }

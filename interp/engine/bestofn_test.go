@@ -364,6 +364,11 @@ best_of_n "answer" {
 	if !errors.Is(res.Termination.Err, &budget.Exceeded{Limit: budget.MaxModelCalls}) {
 		t.Errorf("termination error %v", res.Termination.Err)
 	}
+	// The error says which limit and by how much, not "limit 0, used 0".
+	var ex *budget.Exceeded
+	if !errors.As(res.Termination.Err, &ex) || ex.Max <= 0 || ex.Used <= ex.Max {
+		t.Errorf("budget error without its figures: %#v", ex)
+	}
 	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"eligible", "eligible", "budget_exceeded", "skipped"}) {
 		t.Fatalf("statuses %v", got)
 	}
