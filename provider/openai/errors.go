@@ -80,7 +80,9 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 	case isPermanentConnectionError(err):
 		// Another attempt meets the same certificate or the same missing host.
 		return failure{err: m.typed(provider.TransportFailed, "", 0, err)}
-	case errors.Is(err, errTruncated):
+	case errors.Is(err, errTruncated), errors.Is(err, io.ErrUnexpectedEOF) && ex.status != 0:
+		// An unexpected EOF after the response began is a body cut short:
+		// a truncated stream, whether it ended between events or inside one.
 		return failure{err: m.typed(provider.TransportFailed, "truncated", ex.status, err), retryable: true}
 	case isConnectionError(err):
 		return failure{err: m.typed(provider.TransportFailed, "", ex.status, err), retryable: true}

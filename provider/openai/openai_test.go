@@ -463,7 +463,7 @@ func TestTruncatedStream(t *testing.T) {
 	t.Run("after content fails", func(t *testing.T) {
 		s := newSetup(t, nil, fakeserver.Reply{Chunks: []string{"seen", "lost"}, Fault: fakeserver.FaultTruncated, EventsBeforeFault: 2}, fakeserver.Text("never"))
 		_, deltas, err := s.call(t, ask("x"))
-		wantKind(t, err, provider.TransportFailed, "")
+		wantKind(t, err, provider.TransportFailed, "truncated")
 		if diff := cmp.Diff([]string{"seen"}, deltas); diff != "" {
 			t.Errorf("deltas (-want +got):\n%s", diff)
 		}
@@ -474,7 +474,7 @@ func TestTruncatedStream(t *testing.T) {
 	t.Run("plain", func(t *testing.T) {
 		s := newSetup(t, func(c *Config) { c.Streaming = false; c.Retry.MaxAttempts = 1 }, fakeserver.Reply{Content: "x", Fault: fakeserver.FaultTruncated})
 		_, _, err := s.call(t, ask("x"))
-		wantKind(t, err, provider.TransportFailed, "")
+		wantKind(t, err, provider.TransportFailed, "truncated")
 	})
 }
 
