@@ -32,10 +32,16 @@ type Failure struct {
 }
 
 func (f *Failure) Error() string {
-	if f.Err == nil {
-		return fmt.Sprintf("%s: %s", f.Tool, f.Kind)
+	msg := string(f.Kind)
+	if f.Tool != "" {
+		// An executor's failure is wrapped again with the tool's name; the
+		// inner one has none, and must not print an empty segment.
+		msg = f.Tool + ": " + msg
 	}
-	return fmt.Sprintf("%s: %s: %v", f.Tool, f.Kind, f.Err)
+	if f.Err == nil {
+		return msg
+	}
+	return fmt.Sprintf("%s: %v", msg, f.Err)
 }
 
 func (f *Failure) Unwrap() error { return f.Err }
