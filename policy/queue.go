@@ -142,6 +142,31 @@ func (q *Queue) Decide(id string, approved bool, by, reason string) (ApprovalRec
 	return rec, q.writeDecision(rec)
 }
 
+// Abandon denies every pending request of a run, so that a run resumed
+// after it was killed does not leave the requests its earlier process was
+// waiting on for a person to approve in vain. It returns how many it denied.
+func (q *Queue) Abandon(runID, reason string) (int, error) {
+	if runID == "" {
+		return 0, nil
+	}
+	pending, err := q.Pending()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, req := range pending {
+		if req.RunID != runID {
+			continue
+		}
+		rec := ApprovalRecord{ID: req.ID, By: "symbi", At: q.now(), Via: "abandoned", Reason: reason}
+		if err := q.writeDecision(rec); err != nil && !errors.Is(err, ErrAlreadyDecided) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 func (q *Queue) writeDecision(rec ApprovalRecord) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
