@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/policy"
 )
 
 func newResumeCmd() *cobra.Command {
@@ -27,6 +30,7 @@ of "symbi run".`,
 			if err != nil {
 				return err
 			}
+			withdrawRequests(stateDir, id)
 			ctx, stop := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			out := newRunPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), jsonOut)
@@ -52,4 +56,23 @@ of "symbi run".`,
 	cmd.Flags().StringVar(&stateDir, "state-dir", defaultStateDir, "the state directory that holds the run")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	return cmd
+}
+
+// withdrawRequests takes the approval requests the interrupted run (or its
+// delegations) left in the queue out of it: the process that waited for
+// their answers is gone, and the resumed run asks again, so only the
+// request someone's answer can still reach stays listed. Requests that
+// cannot be read are left alone.
+func withdrawRequests(stateDir, runID string) {
+	q := policy.NewQueue(stateDir)
+	pending, err := q.Pending()
+	if err != nil {
+		return
+	}
+	for _, req := range pending {
+		if req.RunID == runID || strings.HasPrefix(req.RunID, runID+".") {
+			// The queue's documented layout: <id>.request.json.
+			os.Remove(filepath.Join(q.Dir, req.ID+".request.json"))
+		}
+	}
 }
