@@ -272,3 +272,34 @@ func BenchmarkMemory1000(b *testing.B) {
 	b.ReportMetric(float64(at1000)/(1<<20), "heap-MiB@1000")
 	b.ReportMetric(float64(at1000)/float64(at100), "heap1000/heap100")
 }
+
+// BenchmarkReactInMemory100 is the engine's own cost per iteration, with
+// no HTTP: the 100-iteration react run of BenchmarkReactLoop100 (journal,
+// rules policy, schema validation, toolbox, budget, context fitting) on
+// the in-memory model. On a loaded machine it moves far less than the
+// engine/bare ratio, so it is the figure to compare changes to the loop by.
+//
+//	go test -run '^$' -bench ReactInMemory100 -benchmem ./interp/engine/
+func BenchmarkReactInMemory100(b *testing.B) {
+	const iterations = 100
+	p, dir := fixture{"main.hcl": benchHCL("http://127.0.0.1:1/v1", iterations)}.compile(b)
+	e, err := New(p, Options{
+		BaseDir: dir, StateDir: b.TempDir(),
+		Models: map[string]provider.Model{"model.m": loopModel{last: iterations}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	mustRun(b, e, "a", "count", RunOptions{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := e.Run(context.Background(), "a", "count", RunOptions{})
+		if err != nil || res.Termination.Reason != Completed || res.Iterations != iterations+1 {
+			b.Fatalf("%v %s after %d iterations", err, res.Termination, res.Iterations)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*(iterations+1)), "µs/iteration")
+}
