@@ -261,29 +261,30 @@ func TestTerminalApproverTimeoutAndContext(t *testing.T) {
 	}
 }
 
-func TestQueueAbandonDeniesOnlyThatRunsRequests(t *testing.T) {
+func TestQueueWithdrawTakesOnlyThatRunsRequests(t *testing.T) {
 	q := NewQueue(t.TempDir())
 	now := time.Now()
 	for _, r := range []Request{
 		{ID: "old1", RunID: "run-a", Agent: "a", Action: toolCall("shell", `{}`), Created: now, Expires: now.Add(time.Hour)},
-		{ID: "old2", RunID: "run-b", Agent: "a", Action: toolCall("shell", `{}`), Created: now, Expires: now.Add(time.Hour)},
+		{ID: "old2", RunID: "run-a.d1", Agent: "b", Action: toolCall("shell", `{}`), Created: now, Expires: now.Add(time.Hour)},
+		{ID: "other", RunID: "run-ab", Agent: "a", Action: toolCall("shell", `{}`), Created: now, Expires: now.Add(time.Hour)},
 	} {
 		if err := q.Submit(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := q.Abandon("run-a", "the run was resumed")
-	if err != nil || n != 1 {
-		t.Fatalf("Abandon = %d, %v", n, err)
+	n, err := q.Withdraw("run-a")
+	if err != nil || n != 2 {
+		t.Fatalf("Withdraw = %d, %v", n, err)
 	}
 	pending, err := q.Pending()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pending) != 1 || pending[0].ID != "old2" {
-		t.Errorf("pending after abandon: %+v", pending)
+	if len(pending) != 1 || pending[0].ID != "other" {
+		t.Errorf("pending after withdraw: %+v", pending)
 	}
-	if _, err := q.Decide("old1", true, "alice", ""); !errors.Is(err, ErrAlreadyDecided) {
-		t.Errorf("approving an abandoned request: %v, want ErrAlreadyDecided", err)
+	if _, err := q.Decide("old1", true, "alice", ""); !errors.Is(err, ErrUnknownRequest) {
+		t.Errorf("approving a withdrawn request: %v, want ErrUnknownRequest", err)
 	}
 }

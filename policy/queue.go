@@ -142,10 +142,12 @@ func (q *Queue) Decide(id string, approved bool, by, reason string) (ApprovalRec
 	return rec, q.writeDecision(rec)
 }
 
-// Abandon denies every pending request of a run, so that a run resumed
-// after it was killed does not leave the requests its earlier process was
-// waiting on for a person to approve in vain. It returns how many it denied.
-func (q *Queue) Abandon(runID, reason string) (int, error) {
+// Withdraw takes a run's pending requests (and its delegations', whose run
+// ids extend it with ".d1" and so on) out of the queue. A run resumed after
+// it was killed calls it: the process that waited for those answers is gone
+// and the resumed run asks again, so only a request whose answer can still
+// reach someone stays listed. It returns how many it withdrew.
+func (q *Queue) Withdraw(runID string) (int, error) {
 	if runID == "" {
 		return 0, nil
 	}
@@ -155,14 +157,10 @@ func (q *Queue) Abandon(runID, reason string) (int, error) {
 	}
 	n := 0
 	for _, req := range pending {
-		if req.RunID != runID {
-			continue
+		if req.RunID == runID || strings.HasPrefix(req.RunID, runID+".") {
+			q.remove(req.ID)
+			n++
 		}
-		rec := ApprovalRecord{ID: req.ID, By: "symbi", At: q.now(), Via: "abandoned", Reason: reason}
-		if err := q.writeDecision(rec); err != nil && !errors.Is(err, ErrAlreadyDecided) {
-			return n, err
-		}
-		n++
 	}
 	return n, nil
 }

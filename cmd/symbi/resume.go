@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -60,19 +58,8 @@ of "symbi run".`,
 
 // withdrawRequests takes the approval requests the interrupted run (or its
 // delegations) left in the queue out of it: the process that waited for
-// their answers is gone, and the resumed run asks again, so only the
-// request someone's answer can still reach stays listed. Requests that
-// cannot be read are left alone.
+// their answers is gone, and the resumed run asks again. A queue that
+// cannot be read is left alone: the resumed run works without it.
 func withdrawRequests(stateDir, runID string) {
-	q := policy.NewQueue(stateDir)
-	pending, err := q.Pending()
-	if err != nil {
-		return
-	}
-	for _, req := range pending {
-		if req.RunID == runID || strings.HasPrefix(req.RunID, runID+".") {
-			// The queue's documented layout: <id>.request.json.
-			os.Remove(filepath.Join(q.Dir, req.ID+".request.json"))
-		}
-	}
+	_, _ = policy.NewQueue(stateDir).Withdraw(runID)
 }
