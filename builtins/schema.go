@@ -2,10 +2,12 @@ package builtins
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -107,4 +109,58 @@ func canonicalJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return string(b)
+}
+
+// validatedArgs remembers arguments Validate accepted, so that the call that
+// follows the gate does not check the same bytes against the same schema a
+// second time (schema validation is most of the toolbox's allocation).
+//
+// Why this keeps the guarantee that a tool never runs with arguments that fail
+// its schema: an entry is added only after validateArgs succeeded, and it is
+// keyed by the tool name and a SHA-256 digest of the exact argument bytes. A
+// tool's schema is compiled once in NewToolbox and never changes, and
+// validation depends on nothing but the schema and the bytes, so the same
+// bytes for the same tool can only pass again. Arguments a policy's modify
+// decision rewrote have other bytes, so they miss and are validated in call
+// (as are arguments that never went through Validate). An entry is consumed
+// by the call that uses it, and the set is cleared when it grows past
+// maxValidated (denied calls leave entries behind), so it stays small; a
+// cleared or consumed entry only costs a repeated validation.
+type validatedArgs struct {
+	mu   sync.Mutex
+	seen map[validatedKey]int
+}
+
+type validatedKey struct {
+	tool   string
+	digest [sha256.Size]byte
+}
+
+const maxValidated = 1024
+
+func (v *validatedArgs) add(tool string, args json.RawMessage) {
+	k := validatedKey{tool, sha256.Sum256(args)}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.seen == nil || len(v.seen) >= maxValidated {
+		v.seen = make(map[validatedKey]int)
+	}
+	v.seen[k]++
+}
+
+// take reports whether args were validated for tool, consuming one entry.
+func (v *validatedArgs) take(tool string, args json.RawMessage) bool {
+	k := validatedKey{tool, sha256.Sum256(args)}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := v.seen[k]
+	switch {
+	case n == 0:
+		return false
+	case n == 1:
+		delete(v.seen, k)
+	default:
+		v.seen[k] = n - 1
+	}
+	return true
 }

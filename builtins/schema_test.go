@@ -1,12 +1,15 @@
 package builtins
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
 )
 
 func TestCompileSchema(t *testing.T) {
@@ -100,4 +103,58 @@ func FuzzValidateArgs(f *testing.F) {
 			t.Errorf("invalid JSON %q accepted", args)
 		}
 	})
+}
+
+// Call skips re-validating only arguments byte-identical to ones Validate
+// accepted for the same tool; anything else is checked again, so invalid
+// arguments never reach an executor.
+func TestCallValidatesWhatValidateDidNotSee(t *testing.T) {
+	tb := newToolbox(t, []plan.Tool{builtinTool("calculator"), builtinTool("clock")}, nil, Options{})
+	ctx := context.Background()
+	gate := func(tool, args string) policy.Approved {
+		// A chain without a validator approves whatever it is given, as a
+		// policy's modify could hand over arguments Validate never saw.
+		a := policy.Action{Type: policy.ToolCall, Tool: tool, Arguments: json.RawMessage(args)}
+		v := allowAll(t, nil).Gate(ctx, policy.Input{Action: a})
+		if !v.Approved.Valid() {
+			t.Fatalf("not approved: %+v", v.Decision)
+		}
+		return v.Approved
+	}
+	if err := tb.Validate("calculator", json.RawMessage(`{"expression":"1+1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Validated, then different (invalid) bytes approved: checked again.
+	_, err := tb.Call(ctx, gate("calculator", `{"expr":"1+1"}`))
+	wantKind(t, err, InvalidArguments)
+	// Never validated at all.
+	_, err = tb.Call(ctx, gate("calculator", `{"expression":7}`))
+	wantKind(t, err, InvalidArguments)
+	// What Validate accepted for one tool says nothing of another.
+	if err := tb.Validate("clock", json.RawMessage(`{"timezone":"UTC"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tb.Call(ctx, gate("calculator", `{"timezone":"UTC"}`))
+	wantKind(t, err, InvalidArguments)
+	// The validated bytes run, and the entry is spent by that call.
+	r, err := tb.Call(ctx, gate("calculator", `{"expression":"1+1"}`))
+	if err != nil || r.Content != "2" {
+		t.Fatalf("calculator: %q %v", r.Content, err)
+	}
+	if tb.validated.take("calculator", json.RawMessage(`{"expression":"1+1"}`)) {
+		t.Error("the validated entry was not consumed by the call")
+	}
+}
+
+func TestValidatedArgsStaysBounded(t *testing.T) {
+	var v validatedArgs
+	for i := range 3 * maxValidated {
+		v.add("t", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
+	}
+	if n := len(v.seen); n > maxValidated {
+		t.Errorf("%d entries kept", n)
+	}
+	if v.take("t", json.RawMessage(`{"i":0}`)) {
+		t.Error("an entry from before the clear survived")
+	}
 }

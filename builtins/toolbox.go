@@ -118,6 +118,8 @@ type Toolbox struct {
 	mu          sync.Mutex
 	llmAttempts map[string]int
 	deadMu      sync.Mutex
+
+	validated validatedArgs
 }
 
 // NewToolbox connects the MCP servers and prepares every tool: schemas are
@@ -325,6 +327,7 @@ func (tb *Toolbox) Validate(name string, args json.RawMessage) error {
 	if err := validateArgs(e.schema, args); err != nil {
 		return fail(InvalidArguments, name, err)
 	}
+	tb.validated.add(name, args)
 	return nil
 }
 
@@ -374,10 +377,15 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	if err != nil {
 		return Result{}, err
 	}
-	// Validated again here because a policy's modify decision may have
-	// rewritten the arguments after the engine's check.
-	if err := validateArgs(e.schema, args); err != nil {
-		return Result{}, fail(InvalidArguments, name, err)
+	// Checked again here because a policy's modify decision may have
+	// rewritten the arguments after the engine's Validate, and Call may be
+	// reached without Validate at all. Arguments byte-identical to ones
+	// Validate accepted for this tool are not parsed and checked a second
+	// time (see validatedArgs): the outcome could only be the same.
+	if !tb.validated.take(name, args) {
+		if err := validateArgs(e.schema, args); err != nil {
+			return Result{}, fail(InvalidArguments, name, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, fail(Error, name, fmt.Errorf("cancelled before it started: %w", err))
