@@ -75,6 +75,12 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if r.progress == nil {
+		r.progress = NewProgressTracker(r.agent.Progress)
+	}
+	if err := r.trackProgress(ctx, r.progress, obs); err != nil {
+		return false, err
+	}
 	return false, r.observe(obs)
 }
 

@@ -16,8 +16,8 @@ import (
 // whether the tool gets another chance (a refusal, or no one to ask, ends
 // the run like abort).
 //
-// The react loop calls it between act and observe, with one tracker per
-// run (NewProgressTracker(r.agent.Progress)).
+// The react loop (step) and plan_execute call it between act and observe,
+// with one tracker per run.
 func (r *run) trackProgress(ctx context.Context, t *ProgressTracker, obs []observation) error {
 	for i := range obs {
 		o := &obs[i]

@@ -71,3 +71,55 @@ agent "a" {
 		}
 	}
 }
+
+// TestReactStopsAToolThatKeepsFailing runs the progress block inside the
+// react loop: a command tool that fails the same way every time ends the
+// run after max_reattempts_per_step further attempts, instead of using up
+// the iteration budget. Two similar failures are allowed after the first
+// (docs/reasoning.md); the one after them ends the run.
+func TestReactStopsAToolThatKeepsFailing(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": `
+model "m" {
+  provider = "scripted"
+  script   = "scripts/model.json"
+}
+
+tool "broken" {
+  description = "Always fails the same way"
+  command {
+    argv = ["sh", "-c", "echo 'disk quota exceeded' >&2; exit 1"]
+  }
+}
+
+policy "rules" {
+  rules {
+    allow = ["broken"]
+  }
+}
+
+agent "a" {
+  model    = model.m
+  tools    = [tool.broken]
+  policies = [policy.rules]
+  progress {
+    max_reattempts_per_step = 2
+    on_limit                = "abort"
+  }
+}
+`,
+		"scripts/model.json": `{"turns": [{"tool_calls": [{"id": "c1", "name": "broken", "arguments": {}}]}], "on_exhausted": "repeat_last"}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res, err := e.Run(context.Background(), "a", "go", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st *StuckError
+	if res.Termination.Reason != Failed || !errors.As(res.Termination.Err, &st) || st.Step != "broken" {
+		t.Fatalf("termination %s (%v)", res.Termination, res.Termination.Err)
+	}
+	if res.Iterations != 4 {
+		t.Errorf("iterations = %d, want 4 (a first failure, two allowed similar ones, and the one over the limit)", res.Iterations)
+	}
+}

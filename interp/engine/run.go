@@ -52,6 +52,9 @@ type run struct {
 	usageAtStart policy.Usage
 	// input0 is the policy input without the action, iteration and usage.
 	input0 policy.Input
+	// progress notices a tool that keeps failing the same way (the agent's
+	// progress block); made on the first step that acts.
+	progress *ProgressTracker
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
