@@ -418,12 +418,19 @@ func encodeLine(buf *bytes.Buffer, ev *Event) error {
 	if len(ev.Data) > 0 {
 		b = append(b, `,"data":`...)
 	}
-	buf.Write(b)
-	if len(ev.Data) > 0 {
-		// Compact validates the data and removes any newline a caller's
-		// pretty-printing would otherwise put in the middle of the line.
-		if err := json.Compact(buf, ev.Data); err != nil {
-			return err
+	if len(ev.Data) > 0 && isCompactJSON(ev.Data) {
+		// Most data comes from json.Marshal and is compact already: one
+		// cheap pass proves it, and it is copied as is.
+		b = append(b, ev.Data...)
+		buf.Write(b)
+	} else {
+		buf.Write(b)
+		if len(ev.Data) > 0 {
+			// Compact validates the data and removes any newline a caller's
+			// pretty-printing would otherwise put in the middle of the line.
+			if err := json.Compact(buf, ev.Data); err != nil {
+				return err
+			}
 		}
 	}
 	buf.WriteString("}\n")
