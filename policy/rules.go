@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,8 +86,14 @@ func parseRulePattern(s string) (rulePattern, error) {
 
 // Decide never fails on its own account; an action whose arguments are not an
 // object is denied.
+//
+// A tool call's arguments are decoded only when some argument pattern names
+// the tool: most rules are names alone, and decoding every call's arguments
+// into a map was most of a decision's cost. The others are still checked to
+// be one JSON object (json.Valid, which allocates nothing), so the deny for
+// arguments that are not an object stands whatever the rules say.
 func (r *Rules) Decide(_ context.Context, in Input) Decision {
-	name, args, err := in.Action.subject()
+	name, args, err := r.subject(in.Action)
 	if err != nil {
 		return Decision{Outcome: Deny, Reason: err.Error(), Engine: "rules"}
 	}
@@ -100,6 +107,40 @@ func (r *Rules) Decide(_ context.Context, in Input) Decision {
 		return Decision{Outcome: Allow, Reason: fmt.Sprintf("%s matches allow rule %q", in.Action, p), Engine: "rules"}
 	}
 	return Decision{Outcome: NotApplicable, Reason: fmt.Sprintf("no rule matches %s", in.Action), Engine: "rules"}
+}
+
+// subject is Action.subject, except that a tool call's arguments are only
+// checked, not decoded, when no argument pattern could look at them; args is
+// then nil, which no pattern without an argument reads.
+func (r *Rules) subject(a Action) (string, map[string]any, error) {
+	if a.Type != ToolCall || r.readsArguments(a.Tool) {
+		return a.subject()
+	}
+	if isJSONObject(a.Arguments) {
+		return a.Tool, nil, nil
+	}
+	// Not an object: decoding says exactly why, in the usual words.
+	return a.subject()
+}
+
+// readsArguments reports whether an argument pattern could match a call of
+// tool, so its arguments must be decoded.
+func (r *Rules) readsArguments(tool string) bool {
+	for _, list := range [][]rulePattern{r.deny, r.ask, r.allow} {
+		for _, p := range list {
+			if p.arg != "" && glob(p.name, tool) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isJSONObject reports whether raw is empty (the empty object) or one JSON
+// object, as argumentsObject would accept it.
+func isJSONObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || t[0] == '{' && json.Valid(t)
 }
 
 func (r *Rules) first(list []rulePattern, typ ActionType, name string, args map[string]any) (string, bool) {

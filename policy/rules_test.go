@@ -67,6 +67,13 @@ func TestRulesDecisions(t *testing.T) {
 		{"respond not matched by wildcard names", Action{Type: Respond, Content: "fine"}, NotApplicable, ""},
 		{"terminate", Action{Type: Terminate, Reason: "done"}, NotApplicable, ""},
 		{"arguments not an object", toolCall("shell", `[1]`), Deny, "object"},
+		// No argument pattern names these tools, so their arguments are
+		// checked without being decoded; the verdicts are the same.
+		{"arguments not an object, no argument pattern", toolCall("web_search", `[1]`), Deny, "object"},
+		{"arguments not JSON, no argument pattern", toolCall("web_search", `{"query":`), Deny, "EOF"},
+		{"trailing data, no argument pattern", toolCall("web_search", `{} {}`), Deny, "trailing"},
+		{"empty arguments, no argument pattern", toolCall("web_search", ``), Allow, "web_search"},
+		{"spaced object, no argument pattern", toolCall("web_search", " {\"query\": 1}\n"), Allow, "web_search"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := g.Decide(context.Background(), input(p, tc.action))
