@@ -59,6 +59,9 @@ type Model struct {
 	// own API wants max_completion_tokens (its reasoning models reject
 	// max_tokens); most compatible servers only know max_tokens.
 	maxCompletionTokens bool
+	// wire keeps the last request's converted messages and tools, so the
+	// next call of a growing conversation converts only what is new.
+	wire wireCache
 }
 
 var _ provider.Model = (*Model)(nil)

@@ -1,9 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 
 	goopenai "github.com/sashabaranov/go-openai"
 	"github.com/symbi-dev/symbi/provider"
@@ -13,6 +15,67 @@ import (
 // "parameters".
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 
+// wireCache holds the messages and tools of the last request as they went
+// on the wire. A loop's conversation grows by a message or two per call, and
+// its tools do not change, so most of a request is what the previous one
+// sent. Reuse is decided by comparing each incoming message and tool with the
+// cached wire value field by field (strings that are the same memory compare
+// in constant time), never by slice identity, so a caller that edits its
+// conversation in place is never sent stale text.
+//
+// It is safe for concurrent use: the cached slices are never modified once
+// stored, only replaced under mu. A request copies the reused prefix into a
+// slice of its own, and go-openai only reads what it is given, so a shared
+// tool-call slice or function definition is never written. Concurrent runs
+// of different conversations only make each other convert more.
+type wireCache struct {
+	mu       sync.Mutex
+	messages []goopenai.ChatCompletionMessage
+	tools    []goopenai.Tool
+}
+
+func (c *wireCache) load() ([]goopenai.ChatCompletionMessage, []goopenai.Tool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.messages, c.tools
+}
+
+func (c *wireCache) store(messages []goopenai.ChatCompletionMessage, tools []goopenai.Tool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.messages, c.tools = messages, tools
+}
+
+// sameMessage reports whether wire is what converting msg gives. A cached
+// wire message passed the checks of chatRequest, and equal fields pass them
+// again, so a reused message needs no new check.
+func sameMessage(wire *goopenai.ChatCompletionMessage, msg *provider.Message) bool {
+	if wire.Role != string(msg.Role) || wire.Content != msg.Content || wire.ToolCallID != msg.ToolCallID || len(wire.ToolCalls) != len(msg.ToolCalls) {
+		return false
+	}
+	for i := range msg.ToolCalls {
+		w, c := &wire.ToolCalls[i], &msg.ToolCalls[i]
+		if w.ID != c.ID || w.Function.Name != c.Name || w.Function.Arguments != c.Arguments {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTool reports whether wire is what converting t gives.
+func sameTool(wire *goopenai.Tool, t *provider.ToolSpec) bool {
+	params := t.Parameters
+	if len(params) == 0 {
+		params = emptyParameters
+	}
+	f := wire.Function
+	if f.Name != t.Name || f.Description != t.Description {
+		return false
+	}
+	have, ok := f.Parameters.(json.RawMessage)
+	return ok && bytes.Equal(have, params)
+}
+
 // chatRequest maps a provider request to the wire. Mistakes the server would
 // reject anyway are caught here, with a clearer message.
 func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionRequest, error) {
@@ -20,18 +83,33 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 	if req.Model != "" {
 		out.Model = req.Model
 	}
-	for i, msg := range req.Messages {
-		wire := goopenai.ChatCompletionMessage{Content: msg.Content}
+	prevMessages, prevTools := m.wire.load()
+	if len(req.Messages) > 0 { // none stays nil: "messages":null, as ever
+		out.Messages = make([]goopenai.ChatCompletionMessage, len(req.Messages))
+	}
+	reusing := true
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		if reusing && i < len(prevMessages) && sameMessage(&prevMessages[i], msg) {
+			out.Messages[i] = prevMessages[i]
+			continue
+		}
+		reusing = false
+		wire := &out.Messages[i]
+		wire.Content = msg.Content
 		switch msg.Role {
 		case provider.System, provider.User:
 			wire.Role = string(msg.Role)
 		case provider.Assistant:
 			wire.Role = string(msg.Role)
-			for _, c := range msg.ToolCalls {
-				wire.ToolCalls = append(wire.ToolCalls, goopenai.ToolCall{
-					ID: c.ID, Type: goopenai.ToolTypeFunction,
-					Function: goopenai.FunctionCall{Name: c.Name, Arguments: c.Arguments},
-				})
+			if len(msg.ToolCalls) > 0 {
+				wire.ToolCalls = make([]goopenai.ToolCall, len(msg.ToolCalls))
+				for j, c := range msg.ToolCalls {
+					wire.ToolCalls[j] = goopenai.ToolCall{
+						ID: c.ID, Type: goopenai.ToolTypeFunction,
+						Function: goopenai.FunctionCall{Name: c.Name, Arguments: c.Arguments},
+					}
+				}
 			}
 		case provider.ToolRole:
 			wire.Role = string(msg.Role)
@@ -42,27 +120,36 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 		default:
 			return out, m.typed(provider.InvalidRequest, "", 0, fmt.Errorf("messages[%d]: unknown role %q", i, msg.Role))
 		}
-		out.Messages = append(out.Messages, wire)
 	}
-	names := map[string]bool{}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = emptyParameters
+	if len(req.Tools) > 0 {
+		if len(prevTools) == len(req.Tools) && sameTools(prevTools, req.Tools) {
+			out.Tools = prevTools
+		} else {
+			out.Tools = make([]goopenai.Tool, len(req.Tools))
+			for i, t := range req.Tools {
+				params := t.Parameters
+				if len(params) == 0 {
+					params = emptyParameters
+				}
+				out.Tools[i] = goopenai.Tool{
+					Type:     goopenai.ToolTypeFunction,
+					Function: &goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params},
+				}
+			}
 		}
-		out.Tools = append(out.Tools, goopenai.Tool{
-			Type:     goopenai.ToolTypeFunction,
-			Function: &goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params},
-		})
-		names[t.Name] = true
 	}
+	tools := out.Tools
+	if len(tools) == 0 {
+		tools = prevTools // a call without tools does not forget them
+	}
+	m.wire.store(out.Messages, tools)
 	// tool_choice without tools is an error at OpenAI; with no tools there is
 	// nothing to choose, so it is left out.
 	switch tc := req.ToolChoice; {
 	case len(req.Tools) == 0 || tc == "":
 	case tc == "auto" || tc == "required" || tc == "none":
 		out.ToolChoice = tc
-	case names[tc]:
+	case hasTool(req.Tools, tc):
 		out.ToolChoice = goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: tc}}
 	default:
 		return out, m.typed(provider.InvalidRequest, "tool_choice", 0, fmt.Errorf("tool_choice %q is not auto, required, none or one of the request's tools", tc))
@@ -91,4 +178,22 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 		out.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	}
 	return out, nil
+}
+
+func sameTools(wire []goopenai.Tool, tools []provider.ToolSpec) bool {
+	for i := range tools {
+		if !sameTool(&wire[i], &tools[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasTool(tools []provider.ToolSpec, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }
