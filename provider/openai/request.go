@@ -23,11 +23,18 @@ var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 // in constant time), never by slice identity, so a caller that edits its
 // conversation in place is never sent stale text.
 //
-// It is safe for concurrent use: the cached slices are never modified once
-// stored, only replaced under mu. A request copies the reused prefix into a
-// slice of its own, and go-openai only reads what it is given, so a shared
-// tool-call slice or function definition is never written. Concurrent runs
-// of different conversations only make each other convert more.
+// It is safe for concurrent use. The first len(messages) elements of a
+// cached slice are never written again, only read; the slice is replaced
+// under mu. A request whose messages extend the whole cached conversation
+// takes the cache (leaving it empty, so no one else can claim the same
+// spare capacity) and appends its new messages in the backing array's spare
+// capacity, past the end of every slice already handed out, so no request
+// in flight sees them change: its slice is shorter. Any other request builds
+// a new slice (with room to grow) from the matching prefix. So a growing
+// conversation costs amortized O(1) wire messages per call instead of a new
+// full copy. go-openai only reads what it is given, so a shared tool-call
+// slice or function definition is never written. Concurrent runs of
+// different conversations only make each other convert more.
 type wireCache struct {
 	mu       sync.Mutex
 	messages []goopenai.ChatCompletionMessage
@@ -38,6 +45,18 @@ func (c *wireCache) load() ([]goopenai.ChatCompletionMessage, []goopenai.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.messages, c.tools
+}
+
+// claim empties the cache if it still holds exactly prev, so the caller
+// alone may append to prev's spare capacity.
+func (c *wireCache) claim(prev []goopenai.ChatCompletionMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(prev) == 0 || len(c.messages) != len(prev) || &c.messages[0] != &prev[0] {
+		return false
+	}
+	c.messages = nil
+	return true
 }
 
 func (c *wireCache) store(messages []goopenai.ChatCompletionMessage, tools []goopenai.Tool) {
@@ -84,19 +103,23 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 		out.Model = req.Model
 	}
 	prevMessages, prevTools := m.wire.load()
-	if len(req.Messages) > 0 { // none stays nil: "messages":null, as ever
-		out.Messages = make([]goopenai.ChatCompletionMessage, len(req.Messages))
+	// same: how many leading messages the cache already holds converted.
+	same := 0
+	for same < len(req.Messages) && same < len(prevMessages) && sameMessage(&prevMessages[same], &req.Messages[same]) {
+		same++
 	}
-	reusing := true
-	for i := range req.Messages {
+	switch n := len(req.Messages); {
+	case n == 0: // none stays nil: "messages":null, as ever
+	case same == len(prevMessages) && n <= cap(prevMessages) && m.wire.claim(prevMessages):
+		out.Messages = prevMessages[:n]
+	default:
+		out.Messages = make([]goopenai.ChatCompletionMessage, n, n+max(n, 16))
+		copy(out.Messages, prevMessages[:same])
+	}
+	for i := same; i < len(req.Messages); i++ {
 		msg := &req.Messages[i]
-		if reusing && i < len(prevMessages) && sameMessage(&prevMessages[i], msg) {
-			out.Messages[i] = prevMessages[i]
-			continue
-		}
-		reusing = false
 		wire := &out.Messages[i]
-		wire.Content = msg.Content
+		*wire = goopenai.ChatCompletionMessage{Content: msg.Content}
 		switch msg.Role {
 		case provider.System, provider.User:
 			wire.Role = string(msg.Role)

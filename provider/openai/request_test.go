@@ -62,11 +62,47 @@ func TestChatRequestReusesThePreviousPrefix(t *testing.T) {
 			if &got.Messages[2].ToolCalls[0] != &prev.Messages[2].ToolCalls[0] {
 				t.Errorf("turn %d: the unchanged prefix was converted again", n)
 			}
+			if &got.Messages[0] != &prev.Messages[0] {
+				t.Errorf("turn %d: the conversation was copied instead of extended in place", n)
+			}
 			if &got.Tools[0] != &prev.Tools[0] {
 				t.Errorf("turn %d: the unchanged tools were converted again", n)
 			}
 		}
 		prev = got
+	}
+}
+
+// Requests handed out earlier never change, whatever later requests append
+// or replace: a conversation that diverges from the cached one gets its own
+// slice.
+func TestChatRequestLeavesEarlierRequestsAlone(t *testing.T) {
+	m := requestModel(t)
+	type sent struct {
+		req provider.Request
+		got goopenai.ChatCompletionRequest
+	}
+	var all []sent
+	send := func(msgs []provider.Message) {
+		req := provider.Request{Messages: msgs, Tools: requestTools}
+		got, err := m.chatRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sent{req, got})
+	}
+	for n := range 5 {
+		send(growingConversation(n, "a"))
+	}
+	send(growingConversation(2, "a"))                                                                 // shorter: a prefix of the cache
+	send(growingConversation(3, "b"))                                                                 // different from the start
+	send(append(growingConversation(2, "a"), provider.Message{Role: provider.User, Content: "fork"})) // diverges after a prefix
+	send(growingConversation(4, "a"))
+	send(growingConversation(6, "a"))
+	for i, s := range all {
+		if diff := cmp.Diff(wireOf(t, s.req), s.got); diff != "" {
+			t.Errorf("request %d changed after it was made (-want +got):\n%s", i, diff)
+		}
 	}
 }
 
