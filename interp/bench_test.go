@@ -153,3 +153,57 @@ func median(xs []float64) float64 {
 	}
 	return s[len(s)/2]
 }
+
+// BenchmarkCompileGrowth measures how compile cost grows with the number of
+// blocks (SPEC: 10x the blocks, at most 11x the time). Each iteration
+// compiles the 1,000-agent and the 10,000-agent configurations back to
+// back, each from a clean heap, so load from other processes hits both
+// halves of a pair alike; it reports the median of the per-pair time ratios
+// (x-time) and the ratio of bytes allocated (x-alloc), which does not
+// depend on the machine's load at all, and the growth of hclsyntax parsing
+// alone (x-parse-time) measured the same way.
+func BenchmarkCompileGrowth(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"turns":[]}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	name := filepath.Join(dir, "main.hcl")
+	small, large := generated(1000), generated(10000)
+	compile := func(src []byte) (time.Duration, uint64) {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		t0 := time.Now()
+		cfg, diags := compileSources(dir, []lang.Source{{Name: name, Bytes: src}}, Options{LookupEnv: noEnv, NoScope: true})
+		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		if _, err := plan.Encode(cfg.Plan); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(t0)
+		runtime.ReadMemStats(&after)
+		return d, after.TotalAlloc - before.TotalAlloc
+	}
+	// The same growth for hclsyntax parsing alone, the floor under any
+	// compiler of these bytes.
+	parse := func(src []byte) time.Duration {
+		runtime.GC()
+		t0 := time.Now()
+		if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		return time.Since(t0)
+	}
+	var times, allocs, parses []float64
+	for i := 0; i < b.N; i++ {
+		ts, as := compile(small)
+		tl, al := compile(large)
+		times = append(times, float64(tl)/float64(ts))
+		allocs = append(allocs, float64(al)/float64(as))
+		parses = append(parses, float64(parse(large))/float64(parse(small)))
+	}
+	b.ReportMetric(median(times), "x-time")
+	b.ReportMetric(median(allocs), "x-alloc")
+	b.ReportMetric(median(parses), "x-parse-time")
+}
