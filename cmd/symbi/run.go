@@ -128,12 +128,6 @@ type runRequest struct {
 	json                           bool
 }
 
-// bestOfRunner is the best-of-N entry point of the engine, looked up
-// dynamically so that this command builds before it exists.
-type bestOfRunner interface {
-	RunBestOfN(ctx context.Context, addr, input string, ro engine.RunOptions) (*engine.Result, error)
-}
-
 func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx, stop := interruptible(cmd.Context(), stderr)
@@ -159,10 +153,6 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) e
 
 	var res *engine.Result
 	if req.bestOf != "" {
-		bon, ok := any(e).(bestOfRunner)
-		if !ok {
-			return exitWith(exitFailure, "--best-of is not available in this build yet")
-		}
 		addr := req.bestOf
 		if !strings.HasPrefix(addr, "best_of_n.") {
 			addr = "best_of_n." + addr
@@ -170,7 +160,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) e
 		if p.BestOfNByAddress(addr) == nil {
 			return exitWith(exitInvalid, "unknown best_of_n %q", req.bestOf)
 		}
-		res, err = bon.RunBestOfN(ctx, addr, req.input, engine.RunOptions{})
+		res, err = e.RunBestOfN(ctx, addr, req.input, engine.RunOptions{})
 	} else {
 		res, err = e.Run(ctx, req.agent, req.input, engine.RunOptions{})
 	}

@@ -24,17 +24,11 @@
 // error is non-nil only when the run could not start (unknown agent, a model
 // or toolbox that cannot be built). Result.Termination says how it ended.
 //
-// # Hook points for the advanced reasoning modes (same package)
+// # The reasoning modes
 //
-// The mode dispatch (modes.go) looks these methods up on *run by interface
-// assertion, so the files that define them (reflect*.go, planexec*.go,
-// bestofn*.go, ...) can land without touching this package's other files:
-//
-//	func (r *run) reflectAndRetry(ctx context.Context) error
-//	func (r *run) planExecute(ctx context.Context) error
-//	func (e *Engine) RunBestOfN(ctx context.Context, addr, input string, ro RunOptions) (*Result, error)
-//
-// Until a method exists its mode fails with ErrModeUnavailable. A mode
+// run.runMode dispatches on the agent's mode: simple and react (loop.go),
+// reflect_and_retry (reflect*.go) and plan_execute (planexec*.go);
+// Engine.RunBestOfN (bestofn*.go) runs a best_of_n block. A mode
 // function returns nil after setting r.answer (via r.complete), or an error
 // that r.terminate classifies (budget.Exceeded, context errors, *DenialError,
 // anything else is "error").

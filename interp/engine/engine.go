@@ -119,8 +119,9 @@ type Result struct {
 	Elapsed     time.Duration
 }
 
-// ErrModeUnavailable is returned for a loop mode this build cannot run.
-var ErrModeUnavailable = errors.New("loop mode not available in this build")
+// ErrModeUnavailable is returned for a loop mode the engine does not know
+// (a hand-edited plan; the compiler checks the mode).
+var ErrModeUnavailable = errors.New("unknown loop mode")
 
 // ErrUnknownAgent is returned by Run for an agent the plan does not have.
 var ErrUnknownAgent = errors.New("unknown agent")

@@ -262,13 +262,9 @@ func (r *run) runMode(ctx context.Context) error {
 	case "react", "":
 		return r.react(ctx)
 	case "reflect_and_retry":
-		if m, ok := any(r).(interface{ reflectAndRetry(context.Context) error }); ok {
-			return m.reflectAndRetry(ctx)
-		}
+		return r.reflectAndRetry(ctx)
 	case "plan_execute":
-		if m, ok := any(r).(interface{ planExecute(context.Context) error }); ok {
-			return m.planExecute(ctx)
-		}
+		return r.planExecute(ctx)
 	}
 	return fmt.Errorf("%w: %q", ErrModeUnavailable, r.mode)
 }
