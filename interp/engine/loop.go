@@ -108,6 +108,12 @@ func (r *run) respond(ctx context.Context, resp provider.Response) error {
 		return &DenialError{Action: g.action, Decision: g.decision}
 	}
 	answer := g.approved.Action().Content
+	if r.holdAnswer {
+		// Nothing was streamed: show the answer the gate allowed (a modify
+		// may have changed it), now that it has been decided.
+		r.emitDelta(answer)
+		r.flushDelta()
+	}
 	r.conv = append(r.conv, provider.Message{Role: provider.Assistant, Content: answer})
 	r.complete(answer)
 	return nil

@@ -82,7 +82,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		JSON:            c.json,
 	}
 	start := r.e.opts.Now()
-	quiet := c.quiet
+	quiet := c.quiet || r.holdAnswer
 	resp, err := m.Stream(ctx, req, func(ev provider.Event) {
 		if !quiet {
 			r.emitDelta(ev.ContentDelta)

@@ -55,6 +55,9 @@ type run struct {
 	// progress notices a tool that keeps failing the same way (the agent's
 	// progress block); made on the first step that acts.
 	progress *ProgressTracker
+	// holdAnswer keeps model text off the terminal until the gate has
+	// allowed the answer (answerIsDecided).
+	holdAnswer bool
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -118,7 +121,33 @@ func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions)
 		return nil, err
 	}
 	r.input0 = r.fixedInput()
+	r.holdAnswer = answerIsDecided(e.plan, a)
 	return r, nil
+}
+
+// answerIsDecided reports whether one of the agent's policies can decide
+// its final answer: an OPA or Cedar policy (their rules see every action)
+// or a rules policy with a respond pattern. Such an agent's answer is shown
+// only after the gate allows it, not streamed as the model writes it: a
+// denied answer must never reach the terminal.
+func answerIsDecided(p *plan.Plan, a *plan.Agent) bool {
+	for _, addr := range a.Policies {
+		pol := p.Policy(addr)
+		if pol == nil {
+			continue
+		}
+		if pol.Kind != "rules" || pol.Rules == nil {
+			return true
+		}
+		for _, list := range [][]string{pol.Rules.Deny, pol.Rules.Ask, pol.Rules.Allow} {
+			for _, pat := range list {
+				if strings.HasPrefix(pat, "respond") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // open starts the journal (appending to an existing one when resuming) and
