@@ -58,16 +58,29 @@ func Estimate(msgs []provider.Message) int {
 // assistant tool call are dropped once fitting starts. An unknown strategy
 // is treated as sliding_window.
 func Fit(msgs []provider.Message, s plan.ContextSettings) []provider.Message {
+	return FitTokens(msgs, s, nil)
+}
+
+// FitTokens is Fit with each message's MessageTokens already known:
+// tokens[i] must be MessageTokens(msgs[i]) (a caller that keeps a growing
+// conversation can estimate each message once rather than on every call).
+// With tokens nil, or not one per message, it estimates them itself. It
+// does not modify tokens.
+func FitTokens(msgs []provider.Message, s plan.ContextSettings, tokens []int) []provider.Message {
 	if s.TokenBudget <= 0 {
 		return msgs
 	}
-	// Estimating is most of Fit's cost (it reads every byte), so each
-	// message is estimated once and the figures reused below.
-	tokens := make([]int, len(msgs))
 	total := 0
-	for i, m := range msgs {
-		tokens[i] = MessageTokens(m)
-		total += tokens[i]
+	if len(tokens) != len(msgs) {
+		// Estimating is most of Fit's cost (it reads every byte), so each
+		// message is estimated once and the figures reused below.
+		tokens = make([]int, len(msgs))
+		for i, m := range msgs {
+			tokens[i] = MessageTokens(m)
+		}
+	}
+	for _, n := range tokens {
+		total += n
 	}
 	if total <= s.TokenBudget {
 		return msgs

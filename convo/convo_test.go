@@ -284,6 +284,14 @@ func TestInvariants(t *testing.T) {
 			s := plan.ContextSettings{Strategy: strategy, TokenBudget: 50 + rng.IntN(Estimate(msgs)+50), Recent: rng.IntN(8)}
 			out := Fit(msgs, s)
 			name := fmt.Sprintf("case %d %s budget %d recent %d", iter, strategy, s.TokenBudget, s.Recent)
+			// Known estimates give the same result and are left as they were.
+			tokens := estimates(msgs)
+			if with := FitTokens(msgs, s, tokens); !cmp.Equal(with, out) {
+				t.Fatalf("%s: FitTokens differs from Fit", name)
+			}
+			if !cmp.Equal(tokens, estimates(msgs)) {
+				t.Fatalf("%s: FitTokens modified its tokens", name)
+			}
 			if err := validSequence(out); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
