@@ -58,7 +58,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if err := r.injectKnowledge(ctx); err != nil {
 		return false, err
 	}
-	r.conv = convo.Fit(r.conv, r.agent.Context)
+	r.conv = convo.FitTokens(r.conv, r.agent.Context, r.tokens.tokens(r.conv))
 	resp, err := r.reason(ctx, r.reactCall())
 	if err != nil {
 		return false, err
@@ -86,7 +86,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 
 // reactCall is the model call of one react iteration.
 func (r *run) reactCall() modelCall {
-	c := modelCall{msgs: r.conv, fitted: true, toolChoice: r.agent.Loop.ToolChoice}
+	c := modelCall{msgs: r.conv, fitted: true, cached: true, toolChoice: r.agent.Loop.ToolChoice}
 	if r.agent.Loop.ToolChoice != "none" {
 		c.tools, c.toolTokens = r.tools.specs, r.tools.specTokens
 	}

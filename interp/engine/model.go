@@ -23,6 +23,8 @@ type modelCall struct {
 	// fitted says msgs already fit the context settings (the react loop
 	// fits r.conv itself, and Fit is most of a step's own CPU).
 	fitted bool
+	// cached says msgs is r.conv, whose estimate r.tokens keeps per message.
+	cached bool
 	tools  []provider.ToolSpec
 	// toolTokens is the estimate of tools when known (the agent's specs,
 	// estimated once); 0: estimate them.
@@ -44,7 +46,12 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	if !c.fitted {
 		msgs = convo.Fit(msgs, r.agent.Context)
 	}
-	est := estimateMessages(msgs)
+	var est int64
+	if c.cached {
+		est = r.tokens.estimate(msgs)
+	} else {
+		est = estimateMessages(msgs)
+	}
 	if c.toolTokens > 0 {
 		est += c.toolTokens
 	} else {

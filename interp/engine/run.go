@@ -31,6 +31,9 @@ type run struct {
 	mode    string
 	profile string
 
+	// tokens holds the token estimates of r.conv's messages.
+	tokens tokenCache
+
 	acct  *budget.Accountant
 	jw    *journal.Writer
 	tools *agentTools
