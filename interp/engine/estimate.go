@@ -83,6 +83,11 @@ func (c *tokenCache) tokens(msgs []provider.Message) []int {
 // estimate is estimateMessages(msgs).
 func (c *tokenCache) estimate(msgs []provider.Message) int64 {
 	c.update(msgs)
+	return c.sum()
+}
+
+// sum is estimateMessages of the conversation of the last update.
+func (c *tokenCache) sum() int64 {
 	var n int64
 	for _, e := range c.est {
 		n += e

@@ -58,7 +58,11 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if err := r.injectKnowledge(ctx); err != nil {
 		return false, err
 	}
-	r.conv = convo.FitTokens(r.conv, r.agent.Context, r.tokens.tokens(r.conv))
+	fitted := convo.FitTokens(r.conv, r.agent.Context, r.tokens.tokens(r.conv))
+	if len(fitted) != len(r.conv) || len(fitted) > 0 && &fitted[0] != &r.conv[0] {
+		r.tokens.update(fitted) // the fitted conversation is a new one
+	}
+	r.conv = fitted
 	resp, err := r.reason(ctx, r.reactCall())
 	if err != nil {
 		return false, err
@@ -86,7 +90,8 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 
 // reactCall is the model call of one react iteration.
 func (r *run) reactCall() modelCall {
-	c := modelCall{msgs: r.conv, fitted: true, cached: true, toolChoice: r.agent.Loop.ToolChoice}
+	// r.tokens describes r.conv: step has just fitted it.
+	c := modelCall{msgs: r.conv, fitted: true, msgTokens: r.tokens.sum(), toolChoice: r.agent.Loop.ToolChoice}
 	if r.agent.Loop.ToolChoice != "none" {
 		c.tools, c.toolTokens = r.tools.specs, r.tools.specTokens
 	}

@@ -23,9 +23,10 @@ type modelCall struct {
 	// fitted says msgs already fit the context settings (the react loop
 	// fits r.conv itself, and Fit is most of a step's own CPU).
 	fitted bool
-	// cached says msgs is r.conv, whose estimate r.tokens keeps per message.
-	cached bool
-	tools  []provider.ToolSpec
+	// msgTokens is estimateMessages(msgs) when known (the react loop keeps
+	// it per message in r.tokens); 0: estimate them.
+	msgTokens int64
+	tools     []provider.ToolSpec
 	// toolTokens is the estimate of tools when known (the agent's specs,
 	// estimated once); 0: estimate them.
 	toolTokens int64
@@ -46,10 +47,8 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	if !c.fitted {
 		msgs = convo.Fit(msgs, r.agent.Context)
 	}
-	var est int64
-	if c.cached {
-		est = r.tokens.estimate(msgs)
-	} else {
+	est := c.msgTokens
+	if est == 0 {
 		est = estimateMessages(msgs)
 	}
 	if c.toolTokens > 0 {
