@@ -71,7 +71,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return true, r.respond(ctx, resp)
 	}
 	r.conv = append(r.conv, provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
-	gated, err := r.gateCalls(ctx, resp.ToolCalls)
+	gated, err := r.gateCalls(ctx, resp.ToolCalls, r.proposed)
 	if err != nil {
 		return false, err
 	}
@@ -125,11 +125,17 @@ func (r *run) respond(ctx context.Context, resp provider.Response) error {
 }
 
 // gateCalls turns the model's tool calls into actions and gates each, in
-// the order the model gave them.
-func (r *run) gateCalls(ctx context.Context, calls []provider.ToolCall) ([]gated, error) {
+// the order the model gave them. actions, when it has one per call, is what
+// reason made of them for the journal (actionOf of each call), and is taken
+// as it is rather than made again.
+func (r *run) gateCalls(ctx context.Context, calls []provider.ToolCall, actions []policy.Action) ([]gated, error) {
 	out := make([]gated, len(calls))
 	for i, c := range calls {
-		out[i] = r.gateAction(ctx, r.actionOf(c))
+		if len(actions) == len(calls) {
+			out[i] = r.gateAction(ctx, actions[i])
+		} else {
+			out[i] = r.gateAction(ctx, r.actionOf(c))
+		}
 	}
 	return out, r.recordGate(out)
 }

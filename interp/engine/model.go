@@ -113,12 +113,13 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	if !resp.UsageKnown {
 		cost = res.Estimate().CostUSD
 	}
+	r.proposed = r.actionsOf(resp)
 	data := reasoningData{
 		ReasoningCompleteData: journal.ReasoningCompleteData{
 			Model:        spec.Address,
 			Content:      resp.Content,
 			ToolCalls:    resp.ToolCalls,
-			Actions:      r.actionsOf(resp),
+			Actions:      r.proposed,
 			Usage:        resp.Usage,
 			UsageKnown:   resp.UsageKnown,
 			CostUSD:      cost,

@@ -33,6 +33,9 @@ type run struct {
 
 	// tokens holds the token estimates of r.conv's messages.
 	tokens tokenCache
+	// proposed is what the last model turn proposed, as reason journalled
+	// it; the react step gates these same actions.
+	proposed []policy.Action
 
 	acct  *budget.Accountant
 	jw    *journal.Writer
