@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -433,11 +434,17 @@ func (r *run) record(typ string, data any) error {
 	r.flushDelta()
 	var raw json.RawMessage
 	if data != nil {
-		b, err := json.Marshal(data)
+		enc := dataEncoders.Get().(*dataEncoder)
+		defer dataEncoders.Put(enc)
+		b, err := enc.encode(data)
 		if err != nil {
 			return fmt.Errorf("journal: %s data: %w", typ, err)
 		}
 		raw = r.e.secrets.json(b)
+		if r.e.opts.OnEvent != nil {
+			// The journal only copies the data; an event handler may keep it.
+			raw = bytes.Clone(raw)
+		}
 	}
 	ev := journal.Event{Agent: r.agent.Address, Iteration: r.iter, Type: typ, Data: raw, RunID: r.id}
 	var seq int64
@@ -452,6 +459,33 @@ func (r *run) record(typ string, data any) error {
 		r.e.emit(Event{Seq: seq, Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: typ, Data: raw})
 	}
 	return nil
+}
+
+// dataEncoder encodes event data as json.Marshal does into a buffer that
+// is reused, event after event, instead of a new slice per event: the
+// journal copies the data into its line and keeps nothing of it.
+type dataEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var dataEncoders = sync.Pool{New: func() any {
+	d := &dataEncoder{}
+	d.enc = json.NewEncoder(&d.buf)
+	return d
+}}
+
+// encode returns json.Marshal(v), in d's buffer: valid until the next
+// encode.
+func (d *dataEncoder) encode(v any) ([]byte, error) {
+	if d.buf.Cap() > 64<<10 {
+		d.buf = bytes.Buffer{} // a huge event must not pin its buffer in the pool
+	}
+	d.buf.Reset()
+	if err := d.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(d.buf.Bytes(), []byte("\n")), nil
 }
 
 // mustRecord is record for the events the loop cannot continue without: a
