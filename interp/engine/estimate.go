@@ -23,12 +23,32 @@ type tokenCache struct {
 // tokenKey is what the estimates of a message depend on.
 type tokenKey struct {
 	content, name string
-	calls         []provider.ToolCall // a copy: the message's may change in place
+	ncalls        int
+	// call is the only tool call's name and arguments (the usual case,
+	// kept without an allocation); calls a copy of two or more (the
+	// message's may change in place).
+	call  [2]string
+	calls []provider.ToolCall
+}
+
+func keyOf(m provider.Message) tokenKey {
+	k := tokenKey{content: m.Content, name: m.Name, ncalls: len(m.ToolCalls)}
+	switch len(m.ToolCalls) {
+	case 0:
+	case 1:
+		k.call = [2]string{m.ToolCalls[0].Name, m.ToolCalls[0].Arguments}
+	default:
+		k.calls = append([]provider.ToolCall(nil), m.ToolCalls...)
+	}
+	return k
 }
 
 func (k *tokenKey) is(m provider.Message) bool {
-	if k.content != m.Content || k.name != m.Name || len(k.calls) != len(m.ToolCalls) {
+	if k.content != m.Content || k.name != m.Name || k.ncalls != len(m.ToolCalls) {
 		return false
+	}
+	if k.ncalls == 1 {
+		return k.call[0] == m.ToolCalls[0].Name && k.call[1] == m.ToolCalls[0].Arguments
 	}
 	for i, c := range m.ToolCalls {
 		if k.calls[i].Name != c.Name || k.calls[i].Arguments != c.Arguments {
@@ -63,11 +83,7 @@ func (c *tokenCache) update(msgs []provider.Message) {
 	c.keys, c.fit, c.est = c.keys[:i], c.fit[:i], c.est[:i]
 	for ; i < len(msgs); i++ {
 		m := msgs[i]
-		k := tokenKey{content: m.Content, name: m.Name}
-		if len(m.ToolCalls) > 0 {
-			k.calls = append([]provider.ToolCall(nil), m.ToolCalls...)
-		}
-		c.keys = append(c.keys, k)
+		c.keys = append(c.keys, keyOf(m))
 		c.fit = append(c.fit, convo.MessageTokens(m))
 		c.est = append(c.est, estimateMessages(msgs[i:i+1]))
 	}
