@@ -16,6 +16,7 @@ import (
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/lang"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
 )
 
 const sec = plan.Duration(1e9)
@@ -438,8 +439,9 @@ func (c *compiler) buildPolicy(b *lang.Block) plan.Policy {
 		p.Rules = &plan.RulesPolicy{Deny: c.strings(r, "deny"), Ask: c.strings(r, "ask"), Allow: c.strings(r, "allow")}
 		for _, attr := range []string{"deny", "ask", "allow"} {
 			for _, pat := range c.strings(r, attr) {
-				if err := checkRule(pat); err != nil {
-					c.errorf(r.Attrs[attr].Expr.Range().Ptr(), "Invalid rule", "%q: %s.", pat, err)
+				// Checked by the engine that will match it at run time.
+				if _, err := policy.NewRules(plan.RulesPolicy{Allow: []string{pat}}); err != nil {
+					c.errorf(r.Attrs[attr].Expr.Range().Ptr(), "Invalid rule", "%s.", err)
 				}
 			}
 		}
@@ -472,27 +474,6 @@ func (c *compiler) buildPolicy(b *lang.Block) plan.Policy {
 		c.errorf(b.DefRange.Ptr(), "Policy with more than one engine", "A policy needs exactly one engine, but this one has %s; write one policy block for each.", strings.Join(kinds, " and "))
 	}
 	return p
-}
-
-// checkRule checks a built-in rule pattern: "tool" or "tool:arg=glob".
-func checkRule(pat string) error {
-	name, cond, hasCond := strings.Cut(pat, ":")
-	if name == "" {
-		return fmt.Errorf("a rule starts with a tool name or glob")
-	}
-	if _, err := path.Match(name, ""); err != nil {
-		return err
-	}
-	if hasCond {
-		arg, glob, ok := strings.Cut(cond, "=")
-		if !ok || arg == "" {
-			return fmt.Errorf("a condition is written tool:argument=glob")
-		}
-		if _, err := path.Match(glob, ""); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // readGlobs expands a list of path globs, relative to the configuration
@@ -554,12 +535,10 @@ func (c *compiler) buildPolicyTest(b *lang.Block) plan.PolicyTest {
 			c.errorf(a.Expr.Range().Ptr(), "Invalid action", "%s.", err)
 		} else {
 			t.Action = json.RawMessage(raw)
-			var act struct {
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(raw, &act)
-			if !checkEnum(act.Type, actionTypes) {
-				c.errorf(a.Expr.Range().Ptr(), "Invalid action type", "action.type %q is not one of %s.%s", act.Type, strings.Join(quoteAll(actionTypes), ", "), suggest(act.Type, actionTypes))
+			// The parser symbi policy test uses, so a test that compiles
+			// also runs.
+			if _, err := policy.ParseAction(raw); err != nil {
+				c.errorf(a.Expr.Range().Ptr(), "Invalid action", "%s.", err)
 			}
 		}
 	}
@@ -570,8 +549,6 @@ func (c *compiler) buildPolicyTest(b *lang.Block) plan.PolicyTest {
 	}
 	return t
 }
-
-var actionTypes = []string{"tool_call", "delegate", "respond", "terminate"}
 
 func (c *compiler) buildBudget(b *lang.Block) plan.Budget {
 	d := plan.DefaultBudget()

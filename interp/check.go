@@ -106,19 +106,27 @@ func (c *compiler) checkAgents() {
 // policies could allow. Only rules policies can be read this way; an agent
 // with an OPA or Cedar policy is given the benefit of the doubt.
 func (c *compiler) warnNeverAllowed(a *plan.Agent, tools []string) {
-	var patterns []string
+	var gates []policy.Gate
 	for _, addr := range a.Policies {
 		pol := c.p.Policy(addr)
 		if pol == nil || pol.Kind != "rules" || pol.Rules == nil {
-			return
+			return // OPA and Cedar might allow anything
 		}
-		for _, r := range append(append([]string{}, pol.Rules.Allow...), pol.Rules.Ask...) {
-			name, _, _ := strings.Cut(r, ":")
-			patterns = append(patterns, name)
+		g, err := policy.NewRules(*pol.Rules)
+		if err != nil {
+			return // reported on the rule itself
 		}
+		gates = append(gates, g)
 	}
 	for _, t := range tools {
-		if len(builtins.ApplyProfile([]string{t}, patterns, nil, 0)) == 0 || len(patterns) == 0 {
+		allowed := false
+		for _, g := range gates {
+			if policy.MayAllowTool(g, t) {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
 			c.warnf(c.attrRange(a.Address, "tools"), "Tool never allowed",
 				"%s lists tool.%s, but none of its policies allows or asks for it, so every call would be denied (on_no_policy = \"deny\"). Add %q to a rules policy's allow list.", a.Address, t, t)
 		}

@@ -6,6 +6,6 @@ policy "rules" {
 
 policy_test "t" {
   policy = policy.rules
-  action = { type = "call", tool = "x" } # ERROR: Invalid action type
+  action = { type = "call", tool = "x" } # ERROR: Invalid action
   expect = "allow"
 }
