@@ -128,7 +128,7 @@ type runRequest struct {
 	json                           bool
 }
 
-func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) error {
+func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (err error) {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx, stop := interruptible(cmd.Context(), stderr)
 	defer stop()
@@ -149,7 +149,13 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) e
 	if err != nil {
 		return exitWith(exitInvalid, "%v", err)
 	}
-	defer e.Close()
+	defer func() {
+		// Close waits for the journal's final fsync: a journal that did not
+		// reach the disk is a failure, whatever the run's outcome.
+		if cerr := e.Close(); cerr != nil && err == nil {
+			err = exitWith(exitFailure, "%v", cerr)
+		}
+	}()
 
 	var res *engine.Result
 	if req.bestOf != "" {

@@ -19,13 +19,6 @@ func remainingCost(a *budget.Accountant) (float64, bool) {
 	return max(c, 0), c != budget.Unlimited
 }
 
-func (r *run) pricingOf(modelAddr string) *plan.Pricing {
-	if m := r.e.plan.Model(modelAddr); m != nil {
-		return m.Pricing
-	}
-	return nil
-}
-
 // budgetInfo is the set limits of b by field name, for the journal's
 // started event.
 func budgetInfo(b plan.Budget) *journal.BudgetInfo {

@@ -200,7 +200,12 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	}
 	out.Result = *r.bonFinish(ctx, runErr, ledger.usage())
 	if out.Termination.Reason == Completed {
-		r.bonPersist(ctx)
+		if err := r.persistKnowledge(ctx); err != nil {
+			// As for a single run: an answer the agent was to remember
+			// and could not is reported, not dropped.
+			out.Termination = Termination{Reason: Failed, Detail: r.e.secrets.text(err.Error()), Err: r.e.secrets.err(err)}
+			out.Answer = ""
+		}
 	}
 	return out, nil
 }
@@ -213,25 +218,7 @@ func (r *run) bonFinish(ctx context.Context, err error, usage policy.Usage) *Res
 	if errors.As(err, &te) {
 		t = Termination{Reason: TimedOut, Limit: "timeout", Detail: err.Error(), Err: err}
 	}
-	res := &Result{
-		RunID: r.id, Agent: r.agent.Address, Mode: r.mode, Answer: r.answer,
-		Termination: t, Usage: usage, Iterations: r.iter, Elapsed: r.e.opts.Now().Sub(r.start),
-	}
-	if t.Reason != Completed {
-		res.Answer = ""
-	}
-	data := journal.TerminatedData{Reason: string(t.Reason), Limit: t.Limit, Iterations: r.iter, Usage: usage, DurationMS: res.Elapsed.Milliseconds(), Answer: res.Answer}
-	if t.Err != nil {
-		data.Error = t.Err.Error()
-	}
-	_ = r.record(journal.Terminated, data)
-	if r.jw != nil {
-		if cerr := r.jw.Close(); cerr != nil && t.Reason == Completed {
-			res.Termination = Termination{Reason: Failed, Detail: cerr.Error(), Err: cerr}
-			res.Answer = ""
-		}
-	}
-	return res
+	return r.conclude(t, usage)
 }
 
 // bonTimeoutError ends a best-of-N run whose deadline passed before any
@@ -242,12 +229,6 @@ func (e *bonTimeoutError) Error() string {
 	return fmt.Sprintf("%v: the timeout (%s) passed first", ErrNoEligibleCandidate, e.timeout)
 }
 func (e *bonTimeoutError) Unwrap() error { return ErrNoEligibleCandidate }
-
-// bonPersist stores the selected answer as knowledge when the agent asks
-// for it: the one write a best-of-N run makes, never a candidate's.
-func (r *run) bonPersist(ctx context.Context) {
-	_ = r.persistKnowledge(ctx)
-}
 
 // bonVary evaluates the block's vary expressions for candidate index and
 // applies them to the candidate's run options. vary may set temperature,

@@ -174,6 +174,11 @@ func ResumeRun(ctx context.Context, stateDir, runID string, opts Options) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	defer e.Close()
-	return e.Resume(ctx, runID)
+	res, err := e.Resume(ctx, runID)
+	// Close waits for the journal's final fsync; its error is the caller's
+	// to see, as for Run.
+	if cerr := e.Close(); cerr != nil && err == nil {
+		return res, cerr
+	}
+	return res, err
 }

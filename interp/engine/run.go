@@ -307,14 +307,20 @@ func (r *run) runMode(ctx context.Context) error {
 
 // finish classifies how the run ended, journals it and closes the journal.
 func (r *run) finish(ctx, parent context.Context, err error) *Result {
-	t := r.classify(ctx, parent, err)
+	return r.conclude(r.classify(ctx, parent, err), r.ownUsage())
+}
+
+// conclude ends a run with termination t: the Result (redacted, as the
+// caller prints it), the terminated event, and the journal's close. Every
+// way a run ends goes through it, best-of-N included.
+func (r *run) conclude(t Termination, usage policy.Usage) *Result {
 	res := &Result{
 		RunID:       r.id,
 		Agent:       r.agent.Address,
 		Mode:        r.mode,
 		Answer:      r.answer,
 		Termination: t,
-		Usage:       r.ownUsage(),
+		Usage:       usage,
 		Iterations:  r.iter,
 		Elapsed:     r.e.opts.Now().Sub(r.start),
 	}
