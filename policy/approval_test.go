@@ -253,12 +253,36 @@ func TestTerminalApproverTimeoutAndContext(t *testing.T) {
 	if _, err := a.Approve(ctx, Request{Action: toolCall("shell", `{}`)}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: got %v", err)
 	}
-	// The line typed after a timed-out prompt answers the next prompt.
+	// A line typed after a prompt gave up answers nothing asked: the next
+	// prompt, which the person has not seen yet, must not take it.
+	io.WriteString(w, "y\n") // returns once the reader holds the line
+	a.Timeout = 20 * time.Millisecond
+	if rec, err := a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)}); err != nil || rec.Approved {
+		t.Errorf("a late answer approved the next prompt: %+v %v", rec, err)
+	}
+	// A line typed after the prompt is shown answers it.
+	a.Timeout = 0
+	prompted := make(chan struct{}, 1)
+	a.Out = promptWriter{prompted}
 	done := approveAsync(context.Background(), a, Request{Action: toolCall("shell", `{}`)})
+	<-prompted
 	io.WriteString(w, "y\n")
 	if res := <-done; res.err != nil || !res.rec.Approved {
 		t.Errorf("next prompt: %+v", res)
 	}
+}
+
+// promptWriter signals when the approval prompt has been written.
+type promptWriter struct{ prompted chan<- struct{} }
+
+func (p promptWriter) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), "[y/N]") {
+		select {
+		case p.prompted <- struct{}{}:
+		default:
+		}
+	}
+	return len(b), nil
 }
 
 func TestQueueWithdrawTakesOnlyThatRunsRequests(t *testing.T) {

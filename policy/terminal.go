@@ -26,6 +26,9 @@ type TerminalApprover struct {
 	once  sync.Once
 	lines chan lineOrErr
 	mu    sync.Mutex // one prompt at a time: concurrent tool calls queue up
+	// unanswered: the last prompt ended (timeout, cancellation) without
+	// taking a line, so a line typed since answers nothing asked now.
+	unanswered bool
 }
 
 type lineOrErr struct {
@@ -40,7 +43,8 @@ func NewTerminalApprover(in io.Reader, out io.Writer, by string) *TerminalApprov
 
 // start reads lines in one goroutine for the approver's lifetime, because a
 // read from a terminal cannot be cancelled: a prompt that times out leaves
-// the read pending, and the next prompt takes its line.
+// the read pending; a line it then returns is discarded by the next prompt
+// (discardLateAnswers), which the person has not seen when they typed it.
 func (t *TerminalApprover) start() {
 	t.lines = make(chan lineOrErr)
 	go func() {
@@ -55,6 +59,34 @@ func (t *TerminalApprover) start() {
 			t.lines <- lineOrErr{line: line}
 		}
 	}()
+}
+
+// discardLateAnswers drops a line typed after an earlier prompt had given
+// up: a "y" meant for that prompt must not approve the one about to be
+// shown, which the person has not seen yet.
+func (t *TerminalApprover) discardLateAnswers() {
+	for {
+		select {
+		case l, ok := <-t.lines:
+			if !ok || l.err != nil {
+				// Keep the end of input for the prompt to see.
+				t.lines = closedLines(l)
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// closedLines is a channel that yields l once, then is closed.
+func closedLines(l lineOrErr) chan lineOrErr {
+	c := make(chan lineOrErr, 1)
+	if l.err != nil {
+		c <- l
+	}
+	close(c)
+	return c
 }
 
 func (t *TerminalApprover) now() time.Time {
@@ -72,6 +104,9 @@ func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRe
 	t.once.Do(t.start)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.unanswered {
+		t.discardLateAnswers()
+	}
 	timeout := t.Timeout
 	if req.Timeout > 0 {
 		timeout = req.Timeout
@@ -94,13 +129,16 @@ func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRe
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(t.Out)
+		t.unanswered = true
 		return ApprovalRecord{}, ctx.Err()
 	case <-expired:
 		fmt.Fprintln(t.Out)
+		t.unanswered = true
 		rec.By, rec.Via, rec.At = "timeout", "timeout", t.now()
 		rec.Reason = fmt.Sprintf("nobody answered within %s (a timeout is a deny)", timeout)
 		return rec, nil
 	case l, ok := <-t.lines:
+		t.unanswered = false
 		rec.At = t.now()
 		if !ok || l.err != nil {
 			rec.Reason = "the terminal closed before an answer (denied)"
