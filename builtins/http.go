@@ -131,12 +131,17 @@ func redact(err error) error {
 }
 
 // retryAfter reads a Retry-After header: seconds, or an HTTP date.
+// maxRetryAfterSeconds caps a Retry-After header at one day.
+const maxRetryAfterSeconds = 24 * 60 * 60
+
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
 	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
+		// Bounded so a hostile header cannot overflow the duration into a
+		// negative or near-endless wait.
+		return time.Duration(min(s, maxRetryAfterSeconds)) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)

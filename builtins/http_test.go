@@ -107,6 +107,9 @@ func TestRetryAfterDate(t *testing.T) {
 	if d := retryAfter("soon", now); d != 0 {
 		t.Errorf("garbage: %s", d)
 	}
+	if d := retryAfter("99999999999", now); d != 24*time.Hour {
+		t.Errorf("huge: %s, want the one-day cap", d)
+	}
 }
 
 func TestHTTPConnectionRefusedIsTransport(t *testing.T) {

@@ -120,7 +120,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	n := len(s.requests)
 	s.requests = append(s.requests, req)
 	var reply Reply
-	queued := len(s.queue) > 0
+	// A request that does not decode answers 400 and leaves the queue
+	// alone, so later requests still get the replies meant for them.
+	queued := decodeErr == nil && len(s.queue) > 0
 	if queued {
 		reply, s.queue = s.queue[0], s.queue[1:]
 	}

@@ -306,3 +306,26 @@ func wantUnexpectedEOF(t *testing.T, err error) {
 		t.Errorf("err = %v, want an unexpected EOF", err)
 	}
 }
+
+// A request that does not decode must not use up the reply queued for the
+// next one.
+func TestMalformedRequestKeepsTheQueue(t *testing.T) {
+	s := New(t, WithReplies(Text("first")))
+	resp, err := http.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader("{not json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400", resp.StatusCode)
+	}
+	resp, err = http.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), "first") {
+		t.Errorf("second request got %s, want the queued reply", body)
+	}
+}
