@@ -42,20 +42,6 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		})
 	}
-	b.Run("redacting", func(b *testing.B) {
-		w, err := Create(b.TempDir(), "bench", SyncBackground)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Close()
-		w.Redact("sk-not-in-the-line", "another-secret")
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := w.Append(ev); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	b.Run("bare_write", func(b *testing.B) {
 		f, err := os.OpenFile(filepath.Join(b.TempDir(), "j"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
@@ -102,7 +88,6 @@ func BenchmarkAppendRatio(b *testing.B) {
 		secrets []string
 	}{
 		{"background", SyncBackground, nil},
-		{"background_redacting", SyncBackground, []string{"sk-not-in-the-line", "another-secret"}},
 		{"always", SyncAlways, nil},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -112,7 +97,6 @@ func BenchmarkAppendRatio(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer w.Close()
-			w.Redact(tc.secrets...)
 			f, err := os.OpenFile(filepath.Join(dir, "bare"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
 				b.Fatal(err)

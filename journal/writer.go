@@ -78,14 +78,13 @@ type Writer struct {
 	mode  SyncMode
 	now   func() time.Time
 
-	mu       sync.Mutex
-	f        *os.File
-	seq      int64
-	dirty    bool // written since the last sync began
-	err      error
-	closed   bool
-	redactor redactor
-	buf      bytes.Buffer
+	mu     sync.Mutex
+	f      *os.File
+	seq    int64
+	dirty  bool // written since the last sync began
+	err    error
+	closed bool
+	buf    bytes.Buffer
 
 	dirs []string // directories whose entries are not yet synced; guarded by mu
 
@@ -210,20 +209,6 @@ func (w *Writer) Seq() int64 {
 	return w.seq
 }
 
-// Redact registers secret values. From now on every occurrence of one in
-// an event's data (in any string, or as a bare number) is replaced by
-// "[redacted]" before the line is written. Values shorter than four bytes are ignored:
-// redacting "a" would shred every line and protect nothing.
-func (w *Writer) Redact(secrets ...string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, s := range secrets {
-		if len(s) >= 4 {
-			w.redactor.add(s)
-		}
-	}
-}
-
 // Record marshals data and appends an event of type typ.
 func (w *Writer) Record(agent string, iteration int, typ string, data any) error {
 	var raw json.RawMessage
@@ -277,10 +262,6 @@ func (w *Writer) Add(ev Event) (Event, error) {
 	if ev.RunID == "" {
 		ev.RunID = w.runID
 	}
-	// Only the data is redacted: the envelope is the writer's own (seq, time,
-	// run id, event type, agent address), and a short numeric secret must
-	// not turn a seq or a timestamp into "[redacted]".
-	ev.Data = w.redactor.redact(ev.Data)
 	w.buf.Reset()
 	if err := encodeLine(&w.buf, &ev); err != nil {
 		return Event{}, fmt.Errorf("journal: encoding %s event: %w", ev.Type, err)
@@ -471,4 +452,13 @@ func syncDir(dir string) {
 	}
 	_ = d.Sync()
 	d.Close()
+}
+
+// appendJSONString appends s as a JSON string, HTML characters unescaped.
+func appendJSONString(dst []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
