@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/stdlib"
 )
 
 // KnowledgeStore is what recall_knowledge and store_knowledge need from a
@@ -310,10 +310,10 @@ func hostAllowed(allow []string, u *url.URL) bool {
 	host, hostport := strings.ToLower(u.Hostname()), strings.ToLower(u.Host)
 	for _, p := range allow {
 		p = strings.ToLower(p)
-		if ok, _ := path.Match(p, host); ok {
+		if ok, _ := stdlib.MatchGlob(p, host); ok {
 			return true
 		}
-		if ok, _ := path.Match(p, hostport); ok {
+		if ok, _ := stdlib.MatchGlob(p, hostport); ok {
 			return true
 		}
 	}

@@ -1,6 +1,6 @@
 package builtins
 
-import "path"
+import "github.com/symbi-dev/symbi/stdlib"
 
 // ApplyProfile filters tool names by a tool_profile: a name is kept when it
 // matches an include glob (or include is empty) and no exclude glob. Globs
@@ -27,7 +27,7 @@ func ApplyProfile(names []string, include, exclude []string, maxTools int) []str
 
 func matchAny(patterns []string, name string) bool {
 	for _, p := range patterns {
-		if ok, err := path.Match(p, name); err == nil && ok {
+		if ok, err := stdlib.MatchGlob(p, name); err == nil && ok {
 			return true
 		}
 	}
