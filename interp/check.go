@@ -513,7 +513,9 @@ func (c *compiler) warnUnused() {
 		return // an MCP server's tools are known only at run time
 	}
 	for _, tp := range c.p.ToolProfiles {
-		if len(builtins.ApplyProfile(names, tp.Include, tp.Exclude, 0)) == 0 {
+		// One match is enough to know: stop there, so the check stays
+		// linear when every agent has a profile.
+		if len(builtins.ApplyProfile(names, tp.Include, tp.Exclude, 1)) == 0 {
 			c.warnf(c.block(tp.Address).DefRange.Ptr(), "Tool profile matches no tool", "%s keeps none of the configured tools (%d declared).", tp.Address, len(names))
 		}
 	}

@@ -34,6 +34,13 @@ func (c *compiler) buildScope() *hcl.EvalContext {
 		}
 		v, err := toCty(entity)
 		if err != nil {
+			// A plan value that does not convert is a bug, not the user's:
+			// say so rather than leave the block silently out of scope.
+			var subject *hcl.Range
+			if b := c.block(addr); b != nil {
+				subject = b.DefRange.Ptr()
+			}
+			c.warnf(subject, "Block not in scope", "%s cannot be shown as a value (%s); please report this.", addr, err)
 			return
 		}
 		if groups[kind] == nil {
