@@ -56,16 +56,17 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	} else {
 		est += estimateTools(c.tools)
 	}
-	m, spec, err := r.pickModel(ctx, c, est)
-	if err != nil {
-		return provider.Response{}, err
-	}
 	maxOut := c.maxOutput
 	if maxOut == 0 {
 		maxOut = r.ro.MaxOutputTokens
 	}
 	if maxOut == 0 {
 		maxOut = r.agent.Loop.MaxOutputTokens
+	}
+	// The router sees the output estimate the reservation will use.
+	m, spec, err := r.pickModel(ctx, c, est, int64(maxOut))
+	if err != nil {
+		return provider.Response{}, err
 	}
 	res, capped, err := r.acct.ReserveModelCall(est, maxOut, spec.Pricing)
 	if err != nil {
@@ -160,13 +161,9 @@ func estimateTools(tools []provider.ToolSpec) int64 {
 
 // pickModel returns the agent's model, or asks its router, journalling the
 // decision with every rejected model.
-func (r *run) pickModel(ctx context.Context, c modelCall, est int64) (provider.Model, *plan.Model, error) {
+func (r *run) pickModel(ctx context.Context, c modelCall, est, maxOut int64) (provider.Model, *plan.Model, error) {
 	addr := r.agent.Model
 	if rt := r.e.plan.Router(addr); rt != nil {
-		maxOut := int64(c.maxOutput)
-		if maxOut == 0 {
-			maxOut = int64(r.agent.Loop.MaxOutputTokens)
-		}
 		remaining, limited := remainingCost(r.acct)
 		req := routing.Requirements{EstimatedPromptTokens: est, EstimatedOutputTokens: maxOut, RemainingCostUSD: remaining, CostLimited: limited}
 		if len(c.tools) > 0 {
