@@ -157,7 +157,10 @@ func (r *run) fixedInput() policy.Input {
 // is a denial.
 func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved, policy.Decision) {
 	a := v.Action
-	_ = r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Reason: v.Decision.Reason})
+	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Reason: v.Decision.Reason}); err != nil {
+		// An approval with no record is no audit trail: fail closed.
+		return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval request could not be journalled: " + err.Error()}
+	}
 	var approved policy.Approved
 	var rec policy.ApprovalRecord
 	var err error
@@ -167,6 +170,9 @@ func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved
 		approved, rec, err = r.chain.Resolve(ctx, v, r.e.opts.Approver, policy.Request{RunID: r.id, Agent: r.name})
 	}
 	d := r.recordApproval(a, rec, err)
+	if d.Outcome == policy.Deny {
+		approved = policy.Approved{}
+	}
 	return approved, d
 }
 
@@ -175,15 +181,20 @@ func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved
 // get an answer is an error, which passes the chain on.
 func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeout time.Duration, failure error) (bool, error) {
 	reason := fmt.Sprintf("%s failed (%v); run it again?", a, failure)
-	_ = r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Queue: queue, Reason: reason})
+	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Queue: queue, Reason: reason}); err != nil {
+		return false, err
+	}
 	if r.e.opts.Approver == nil {
 		r.recordApproval(a, policy.ApprovalRecord{}, ErrNoApprover)
 		return false, ErrNoApprover
 	}
 	rec, err := r.e.opts.Approver.Approve(ctx, policy.Request{RunID: r.id, Agent: r.name, Action: a, Reason: reason, Timeout: timeout})
-	r.recordApproval(a, rec, err)
+	d := r.recordApproval(a, rec, err)
 	if err != nil {
 		return false, err
+	}
+	if rec.Approved && d.Outcome == policy.Deny {
+		return false, errors.New(d.Reason) // the answer could not be journalled
 	}
 	if !rec.Approved && rec.Via == "timeout" {
 		return false, fmt.Errorf("escalation to %s timed out", queue)
@@ -204,7 +215,10 @@ func (r *run) recordApproval(a policy.Action, rec policy.ApprovalRecord, err err
 		data.Reason = "asking for approval failed: " + err.Error()
 		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
 	}
-	_ = r.record(journal.ApprovalDecided, data)
+	if jerr := r.record(journal.ApprovalDecided, data); jerr != nil && d.Outcome != policy.Deny {
+		// A person's approval that left no record is not acted on.
+		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval could not be journalled: " + jerr.Error()}
+	}
 	return d
 }
 
