@@ -100,14 +100,17 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		err := r.open(false)
 		if err == nil {
 			limits := journal.BudgetInfo(policy.BudgetLimits(aggregate))
-			_ = r.record(journal.Started, startedData{
+			// A journal without its started event cannot be resumed or
+			// listed: treat it like one that cannot open.
+			err = r.record(journal.Started, startedData{
 				StartedData: journal.StartedData{
 					Agent: r.agent.Address, BestOfN: bon.Address, Mode: r.mode, Input: input,
 					SourceHash: e.plan.SourceHash, Budget: &limits,
 				},
 				Depth: ro.Depth, Ancestors: ro.Ancestors, BaseDir: absDir(e.opts.BaseDir),
 			})
-		} else {
+		}
+		if err != nil {
 			stopRun()
 		}
 		opened <- err
