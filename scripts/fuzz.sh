@@ -2,6 +2,9 @@
 # Runs every fuzz target for FUZZTIME each (default 60s), one after another.
 #   scripts/fuzz.sh                 # all targets, 60s each
 #   FUZZTIME=10s scripts/fuzz.sh    # shorter
+#   FUZZTIME=50000x scripts/fuzz.sh # a number of inputs: no wall-clock deadline,
+#                                   # so no Go 1.26 "context deadline exceeded"
+#                                   # flake (golang/go#75804) on a loaded machine
 #   scripts/fuzz.sh FuzzCompile     # only targets whose name matches
 # A failure leaves its input under the package's testdata/fuzz/ directory;
 # commit it as a regression seed once the bug is fixed.
