@@ -14,6 +14,7 @@ import (
 
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/stdlib"
 )
 
 // What a Model does when no unconsumed turn fits a request.
@@ -204,12 +205,9 @@ func parseTurn(raw json.RawMessage, index int) (Turn, error) {
 		t.Usage = u
 	}
 	if tj.Latency != "" {
-		d, err := time.ParseDuration(tj.Latency)
+		d, err := stdlib.ParseDuration(tj.Latency)
 		if err != nil {
 			return Turn{}, at(".latency", err)
-		}
-		if d < 0 {
-			return Turn{}, at(".latency", errors.New("must not be negative"))
 		}
 		t.Latency = d
 	}
@@ -310,12 +308,9 @@ func parseError(raw json.RawMessage) (*provider.Error, error) {
 		return nil, fmt.Errorf("status_code: %d is not an HTTP status", ej.StatusCode)
 	}
 	if ej.RetryAfter != "" {
-		d, err := time.ParseDuration(ej.RetryAfter)
+		d, err := stdlib.ParseDuration(ej.RetryAfter)
 		if err != nil {
 			return nil, fmt.Errorf("retry_after: %w", err)
-		}
-		if d < 0 {
-			return nil, errors.New("retry_after: must not be negative")
 		}
 		e.RetryAfter = d
 	}

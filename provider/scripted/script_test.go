@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/stdlib"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -27,12 +28,14 @@ func TestParseErrors(t *testing.T) {
 		{"tool call without name", `{"turns":[{},{},{},{"tool_calls":[{"id":"c1"}]}]}`, "turns[3].tool_calls[0]: name is required"},
 		{"unknown tool call field", `{"turns":[{"tool_calls":[{"name":"a"},{"name":"b","args":{}}]}]}`, `turns[0].tool_calls[1]: unknown field "args"`},
 		{"bad regexp", `{"turns":[{"when":"(","content":"x"}]}`, "turns[0].when: error parsing regexp"},
-		{"bad latency", `{"turns":[{"content":"x","latency":"soon"}]}`, "turns[0].latency:"},
-		{"negative latency", `{"turns":[{"content":"x","latency":"-1s"}]}`, "turns[0].latency: must not be negative"},
+		{"bad latency", `{"turns":[{"content":"x","latency":"soon"}]}`, `turns[0].latency: invalid duration "soon"`},
+		{"negative latency", `{"turns":[{"content":"x","latency":"-1s"}]}`, `turns[0].latency: invalid duration "-1s"`},
+		{"bare number latency", `{"turns":[{"content":"x","latency":"30"}]}`, `turns[0].latency: invalid duration "30"`},
 		{"chunks disagree", `{"turns":[{"content":"Hello","chunks":["He","y"]}]}`, "turns[0].chunks: the chunks do not join to content"},
 		{"unknown error kind", `{"turns":[{"error":{"kind":"oops"}}]}`, `turns[0].error: kind: "oops" is not one of`},
 		{"error and content", `{"turns":[{"content":"x","error":{"kind":"refusal"}}]}`, "turns[0].error: a turn with an error has no content"},
-		{"bad retry_after", `{"turns":[{"error":{"kind":"rate_limited","retry_after":"x"}}]}`, "turns[0].error: retry_after:"},
+		{"bad retry_after", `{"turns":[{"error":{"kind":"rate_limited","retry_after":"x"}}]}`, `turns[0].error: retry_after: invalid duration "x"`},
+		{"negative retry_after", `{"turns":[{"error":{"kind":"rate_limited","retry_after":"-1s"}}]}`, `turns[0].error: retry_after: invalid duration "-1s"`},
 		{"bad timeout detail", `{"turns":[{"error":{"kind":"timeout","detail":"forever"}}]}`, "turns[0].error: detail:"},
 		{"negative usage", `{"turns":[{"content":"x","usage":{"prompt_tokens":-1}}]}`, "turns[0].usage: prompt_tokens: must not be negative"},
 		{"usage of wrong type", `{"turns":[{"content":"x","usage":{"prompt_tokens":"ten"}}]}`, "turns[0].usage: prompt_tokens: want an integer"},
@@ -313,6 +316,19 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "bad.json: turns[0].tool_calls[0]: name is required") {
 		t.Errorf("Load(bad) err = %v", err)
+	}
+	// A bad duration is read by the same rules as the language's, and the
+	// error names the file and the field.
+	slow := filepath.Join(dir, "slow.json")
+	if err := os.WriteFile(slow, []byte(`{"turns":[{"content":"x","latency":"5 min"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(slow)
+	if err == nil || !strings.Contains(err.Error(), `slow.json: turns[0].latency: invalid duration "5 min"`) {
+		t.Errorf("Load(slow) err = %v", err)
+	}
+	if !errors.Is(err, stdlib.ErrBadDuration) {
+		t.Errorf("Load(slow) err = %v, want it to wrap stdlib.ErrBadDuration", err)
 	}
 }
 
