@@ -54,7 +54,9 @@ func (s *Session) journal(_ context.Context, c call) (string, hcl.Diagnostics) {
 }
 
 // Timeline renders a run's events, one line each: time since the start,
-// sequence number, iteration, event type and what happened.
+// sequence number, iteration, event type and what happened, with every
+// event type's data decoded. It is the one timeline renderer: :journal and
+// `symbi runs show` both print it.
 func Timeline(evs []journal.Event) string {
 	if len(evs) == 0 {
 		return "(empty journal)\n"

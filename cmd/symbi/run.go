@@ -294,7 +294,7 @@ func (p *runPrinter) event(ev engine.Event) {
 		}
 		return
 	}
-	if line := describeEvent(ev, false); line != "" {
+	if line := describeEvent(ev); line != "" {
 		p.endLine()
 		fmt.Fprintf(p.stderr, "%s%s\n", strings.Repeat("  ", ev.Depth), line)
 	}
@@ -321,9 +321,9 @@ func waitsForModel(typ string) bool {
 }
 
 // describeEvent is the compact stderr form of an event; "" hides it.
-// Unless verbose, an answer that no policy addressed (allowed by default)
-// is not worth a line of its own.
-func describeEvent(ev engine.Event, verbose bool) string {
+// An answer that no policy addressed (allowed by default) is not worth a
+// line of its own.
+func describeEvent(ev engine.Event) string {
 	var d map[string]any
 	_ = json.Unmarshal(ev.Data, &d)
 	str := func(k string) string { s, _ := d[k].(string); return s }
@@ -366,7 +366,7 @@ func describeEvent(ev engine.Event, verbose bool) string {
 			if what == "" {
 				what, _ = act["type"].(string)
 			}
-			if !verbose && outcome == "allow" && pol == "" && act["type"] == "respond" {
+			if outcome == "allow" && pol == "" && act["type"] == "respond" {
 				continue
 			}
 			mark := "✓"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symbi-dev/symbi/interp/engine"
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/repl"
 )
 
 // defaultStateDir is where runs, runs show and resume look without
@@ -77,8 +76,9 @@ can be resumed with "symbi resume ID"), iterations and start time.`,
 				}
 				return nil
 			}
-			showTimeline(cmd.OutOrStdout(), evs)
-			return nil
+			// The REPL's :journal prints the same timeline.
+			_, err = io.WriteString(cmd.OutOrStdout(), repl.Timeline(evs))
+			return err
 		},
 	})
 	return cmd
@@ -97,52 +97,4 @@ func resolveRunID(stateDir, id string) (string, error) {
 		return "", exitWith(exitInvalid, "no runs in %s", stateDir)
 	}
 	return runs[0].ID, nil
-}
-
-// showTimeline prints one line per event: seq, time since the start,
-// iteration, event and what happened.
-func showTimeline(w io.Writer, evs []journal.Event) {
-	s := journal.Summarize(evs)
-	fmt.Fprintf(w, "run %s · %s · %s · %d iterations · %d tokens · $%.4f\n\n", s.ID, strings.TrimPrefix(s.Agent, "agent."), s.Status, s.Iterations, s.Usage.TotalTokens, s.Usage.CostUSD)
-	if len(evs) == 0 {
-		return
-	}
-	start := evs[0].Time
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, ev := range evs {
-		fmt.Fprintf(tw, "%d\t+%s\t#%d\t%s\t%s\n", ev.Seq, ev.Time.Sub(start).Round(time.Millisecond), ev.Iteration, ev.Type, timelineDetail(ev))
-	}
-	tw.Flush()
-}
-
-// timelineDetail is the compact description the run command prints, and
-// for the events it leaves out, the gist of their data.
-func timelineDetail(ev journal.Event) string {
-	e := engine.Event{Type: ev.Type, Data: ev.Data, RunID: ev.RunID, Agent: ev.Agent, Iteration: ev.Iteration}
-	if line := describeEvent(e, true); line != "" {
-		return strings.ReplaceAll(line, "\n", "; ")
-	}
-	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
-	switch ev.Type {
-	case journal.Started:
-		return fmt.Sprintf("%s (%v): %s", strings.TrimPrefix(fmt.Sprint(d["agent"]), "agent."), d["mode"], clip(fmt.Sprint(d["input"]), 80))
-	case journal.ReasoningComplete:
-		return "answer: " + clip(fmt.Sprint(d["content"]), 100)
-	case journal.ToolsDispatched:
-		calls, _ := d["calls"].([]any)
-		return fmt.Sprintf("%d call(s)", len(calls))
-	case journal.ObservationsCollected:
-		return fmt.Sprintf("%v observation(s), %v denied, %v error(s)", d["count"], d["denied"], d["errors"])
-	case journal.Terminated:
-		s := fmt.Sprint(d["reason"])
-		if l, ok := d["limit"].(string); ok && l != "" {
-			s += " (" + l + ")"
-		}
-		if e, ok := d["error"].(string); ok && e != "" {
-			s += ": " + clip(e, 100)
-		}
-		return s
-	}
-	return ""
 }
