@@ -15,13 +15,13 @@ import (
 
 // approvalFlags are shared by approve and deny.
 type approvalFlags struct {
-	stateDir string
-	by       string
-	reason   string
+	where  stateDirFlags // the state directory, which holds approvals/
+	by     string
+	reason string
 }
 
 func (f *approvalFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.stateDir, "state-dir", ".symbi", "the configuration's state_dir, which holds approvals/")
+	f.where.add(cmd, false)
 	cmd.Flags().StringVar(&f.by, "by", "", "who decides (default: $USER)")
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, for the journal (and, on deny, for the agent)")
 }
@@ -38,7 +38,11 @@ func (f *approvalFlags) person() string {
 
 // decideRequest records a decision on a pending request of the queue.
 func decideRequest(cmd *cobra.Command, f *approvalFlags, id string, approved bool) error {
-	q := policy.NewQueue(f.stateDir)
+	stateDir, err := f.where.resolve(cmd)
+	if err != nil {
+		return err
+	}
+	q := policy.NewQueue(stateDir)
 	rec, err := q.Decide(id, approved, f.person(), f.reason)
 	switch {
 	case errors.Is(err, policy.ErrUnknownRequest):
@@ -64,13 +68,19 @@ func newApproveCmd() *cobra.Command {
 		Long: `An agent whose action needs a person (an ask decision, or a tool with
 approval = "always") and that runs without a terminal writes a request to
 <state_dir>/approvals/ and waits. symbi approve ID lets the action run;
-symbi deny ID refuses it. With no ID, symbi approve lists pending requests.`,
+symbi deny ID refuses it. With no ID, symbi approve lists pending requests.
+The queue is in --state-dir, or in the state_dir of the configuration named
+by --config, or in ./.symbi.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				return decideRequest(cmd, &f, args[0], true)
 			}
-			reqs, err := policy.NewQueue(f.stateDir).Pending()
+			stateDir, err := f.where.resolve(cmd)
+			if err != nil {
+				return err
+			}
+			reqs, err := policy.NewQueue(stateDir).Pending()
 			if err != nil {
 				return exitWith(exitFailure, "%v", err)
 			}

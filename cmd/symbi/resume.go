@@ -11,7 +11,7 @@ import (
 )
 
 func newResumeCmd() *cobra.Command {
-	var stateDir string
+	var where stateDirFlags
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:     "resume ID",
@@ -21,9 +21,14 @@ func newResumeCmd() *cobra.Command {
 is loaded (the configuration may have changed since), the conversation is
 rebuilt from the journal, and the run appends to the same journal. An
 iteration that was cut short is done again. Output and exit codes are those
-of "symbi run".`,
+of "symbi run". The run is found in --state-dir, or in the state_dir of the
+configuration named by --config, or in ./.symbi.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			stateDir, err := where.resolve(cmd)
+			if err != nil {
+				return err
+			}
 			id, err := resolveRunID(stateDir, args[0])
 			if err != nil {
 				return err
@@ -51,7 +56,7 @@ of "symbi run".`,
 			return terminationExit(res.Termination)
 		},
 	}
-	cmd.Flags().StringVar(&stateDir, "state-dir", defaultStateDir, "the state directory that holds the run")
+	where.add(cmd, false)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	return cmd
 }

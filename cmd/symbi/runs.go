@@ -13,21 +13,24 @@ import (
 	"github.com/symbi-dev/symbi/repl"
 )
 
-// defaultStateDir is where runs, runs show and resume look without
-// --state-dir: the state_dir every configuration gets unless it sets one.
-const defaultStateDir = ".symbi"
-
 func newRunsCmd() *cobra.Command {
-	var stateDir string
+	var where stateDirFlags
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List past runs from their journals",
 		Long: `List the runs recorded under the state directory (newest first): id, agent,
 status (the termination reason, or "incomplete" for a run that was killed and
-can be resumed with "symbi resume ID"), iterations and start time.`,
+can be resumed with "symbi resume ID"), iterations and start time.
+
+The state directory is --state-dir, or the state_dir of the configuration
+named by --config, or ./.symbi.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			stateDir, err := where.resolve(cmd)
+			if err != nil {
+				return err
+			}
 			runs, err := journal.ListRuns(stateDir)
 			if err != nil {
 				return exitWith(exitFailure, "%v", err)
@@ -55,13 +58,17 @@ can be resumed with "symbi resume ID"), iterations and start time.`,
 			return tw.Flush()
 		},
 	}
-	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", defaultStateDir, "the state directory that holds the runs")
+	where.add(cmd, true)
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "print JSON, one object per line")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run's timeline (ID \"latest\" is the newest run)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			stateDir, err := where.resolve(cmd)
+			if err != nil {
+				return err
+			}
 			id, err := resolveRunID(stateDir, args[0])
 			if err != nil {
 				return err
