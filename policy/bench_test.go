@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -158,4 +159,55 @@ func BenchmarkInputDocument(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// cedarScalePlan is a plan of many tools and many Cedar policies, every
+// policy with the same schema and entities file, as a large configuration
+// has.
+func cedarScalePlan(policies, tools int) *plan.Plan {
+	p := testPlan()
+	for i := range tools {
+		p.Tools = append(p.Tools, plan.Tool{Address: fmt.Sprintf("tool.t%04d", i), Effect: "read", Tags: []string{"bulk"}, Approval: "policy"})
+	}
+	schema := file("policies/symbi.cedarschema", toolsSchema)
+	ents := file("policies/entities.json", entitiesJSON)
+	for i := range policies {
+		pol := cedarPolicy(fmt.Sprintf("policy.c%03d", i), file(fmt.Sprintf("policies/c%03d.cedar", i), toolsCedar))
+		pol.Cedar.Schema = &schema
+		pol.Cedar.Entities = &ents
+		p.Policies = append(p.Policies, pol)
+	}
+	p.Sort()
+	return p
+}
+
+// BenchmarkCedarCompile prepares 50 Cedar policies over 500 tools: through
+// one Loader, which derives the plan's entities and checks them against the
+// schema once, and through FromPlan per policy, which does both for each.
+// Before the Loader, preparing them cost what FromPlan-each still costs.
+func BenchmarkCedarCompile(b *testing.B) {
+	p := cedarScalePlan(50, 500)
+	ctx := context.Background()
+	dir := b.TempDir()
+	b.Run("Loader", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			l := NewLoader(p, dir)
+			for _, pol := range p.Policies {
+				if _, err := l.Gate(ctx, pol.Address); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("FromPlan-each", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			for _, pol := range p.Policies {
+				if _, err := FromPlan(ctx, p, pol.Address, dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

@@ -1,11 +1,13 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
 	"regexp"
@@ -17,6 +19,7 @@ import (
 	"github.com/cedar-policy/cedar-go/types"
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
+	"github.com/cedar-policy/cedar-go/x/exp/schema/resolved"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
 	"github.com/symbi-dev/symbi/plan"
 )
@@ -37,14 +40,16 @@ func cedarActionName(t ActionType) string {
 }
 
 // Cedar decides with a Cedar policy set, parsed (and validated, when a schema
-// is given) once in NewCedar. cedar.Authorize is pure, so one Cedar serves
-// every goroutine.
+// is given) once in NewCedar or Loader.Gate. cedar.Authorize is pure, so one
+// Cedar serves every goroutine.
 //
 // The request: principal Symbi::Agent::"<agent>"; action
 // Symbi::Action::"call_tool" (or "delegate", "respond", "terminate");
 // resource Symbi::Tool::"<tool>" for a tool call, Symbi::Agent::"<target>"
 // for a delegation, and the agent itself for respond and terminate; context
-// {arguments, effect, iteration, usage}.
+// {arguments, effect, iteration, usage}. With a schema, the context keeps
+// only what the schema declares and the request is validated against it; a
+// request that does not validate is a deny that says why.
 //
 // A forbid wins (its @reason annotation is the deny reason); a deny with no
 // permit is Cedar's default deny and says so; an allow whose permits carry
@@ -54,7 +59,8 @@ type Cedar struct {
 	address  string
 	policies *cedar.PolicySet
 	info     map[cedar.PolicyID]cedarPolicyInfo
-	entities types.EntityMap
+	entities cedarEntities
+	schema   *cedarSchema // nil without a schema
 }
 
 type cedarPolicyInfo struct {
@@ -68,8 +74,14 @@ type cedarPolicyInfo struct {
 
 // NewCedar parses the policy files, builds the entities (tools and agents of
 // the plan merged with the entities file) and validates both against the
-// schema when there is one. Every problem is reported.
+// schema when there is one. Every problem is reported. To prepare several
+// Cedar policies of one plan, use a Loader, which builds the plan's
+// entities once for all of them.
 func NewCedar(address string, pol plan.CedarPolicy, p *plan.Plan, baseDir string) (*Cedar, error) {
+	return NewLoader(p, baseDir).cedar(address, pol)
+}
+
+func (l *Loader) cedar(address string, pol plan.CedarPolicy) (*Cedar, error) {
 	c := &Cedar{address: address, policies: cedar.NewPolicySet(), info: map[cedar.PolicyID]cedarPolicyInfo{}}
 	var errs LoadErrors
 	if len(pol.Policies) == 0 {
@@ -82,7 +94,7 @@ func NewCedar(address string, pol plan.CedarPolicy, p *plan.Plan, baseDir string
 	}
 	var all []located
 	for _, ref := range pol.Policies {
-		text, err := ref.Load(baseDir)
+		text, err := ref.Load(l.baseDir)
 		if err != nil {
 			errs = append(errs, &LoadError{Policy: address, File: ref.Path, Err: err})
 			continue
@@ -115,34 +127,61 @@ func NewCedar(address string, pol plan.CedarPolicy, p *plan.Plan, baseDir string
 			all = append(all, located{id, ref.Path, pol})
 		}
 	}
-	entities, entErrs := cedarEntities(address, pol.Entities, p, baseDir)
-	errs = append(errs, entErrs...)
-	c.entities = entities
+	own, err := cedarFileEntities(pol.Entities, l.baseDir, l.planEntities())
+	if err != nil {
+		errs = append(errs, &LoadError{Policy: address, File: pol.Entities.Path, Err: fmt.Errorf("cedar entities: %w", err)})
+	}
+	c.entities = cedarEntities{own: own, plan: l.planEntities()}
 	if pol.Schema != nil && len(errs) == 0 {
-		v, err := cedarValidator(*pol.Schema, baseDir)
-		if err != nil {
-			errs = append(errs, schemaError(address, pol.Schema.Path, err))
+		s := l.schema(*pol.Schema)
+		if s.err != nil {
+			errs = append(errs, schemaError(address, s.path, s.err))
 		} else {
-			for _, l := range all {
-				if err := v.Policy(string(l.id), (*xast.Policy)(l.policy.AST())); err != nil {
-					errs = append(errs, &LoadError{Policy: address, File: l.file, Line: l.policy.Position().Line, Err: fmt.Errorf("cedar: does not validate against %s: %v", pol.Schema.Path, err)})
+			c.schema = s
+			for _, loc := range all {
+				if err := s.validator.Policy(string(loc.id), (*xast.Policy)(loc.policy.AST())); err != nil {
+					errs = append(errs, &LoadError{Policy: address, File: loc.file, Line: loc.policy.Position().Line, Err: fmt.Errorf("cedar: does not validate against %s: %v", s.path, err)})
 				}
 			}
-			for _, uid := range sortedUIDs(entities) {
-				if err := v.Entity(entities[uid]); err != nil {
-					file := "(generated from the plan)"
-					if pol.Entities != nil {
-						file = pol.Entities.Path
-					}
-					errs = append(errs, &LoadError{Policy: address, File: file, Err: fmt.Errorf("cedar: entity %s does not validate against %s: %v", uid, pol.Schema.Path, err)})
-				}
-			}
+			errs = append(errs, c.entityErrors(pol.Entities)...)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return c, nil
+}
+
+// entityErrors validates the entities file's entities here, and reports the
+// plan's entities that failed when the schema was loaded, unless the file
+// replaced them; in UID order.
+func (c *Cedar) entityErrors(file *plan.FileRef) LoadErrors {
+	s := c.schema
+	type failure struct {
+		uid types.EntityUID
+		err error
+	}
+	var fails []failure
+	for uid, e := range c.entities.own {
+		if err := s.validator.Entity(e); err != nil {
+			fails = append(fails, failure{uid, err})
+		}
+	}
+	for uid, err := range s.planErrs {
+		if _, replaced := c.entities.own[uid]; !replaced {
+			fails = append(fails, failure{uid, err})
+		}
+	}
+	slices.SortFunc(fails, func(a, b failure) int { return compareUIDs(a.uid, b.uid) })
+	var errs LoadErrors
+	for _, f := range fails {
+		name := "(generated from the plan)"
+		if _, fromFile := c.entities.own[f.uid]; fromFile {
+			name = file.Path
+		}
+		errs = append(errs, &LoadError{Policy: c.address, File: name, Err: fmt.Errorf("cedar: entity %s does not validate against %s: %v", f.uid, s.path, f.err)})
+	}
+	return errs
 }
 
 var cedarPosition = regexp.MustCompile(`<input>:(\d+):(\d+)`)
@@ -173,57 +212,298 @@ func schemaError(address, file string, err error) *LoadError {
 	return le
 }
 
-// cedarValidator parses a schema in the human-readable form or, for a .json
-// file, the JSON form.
-func cedarValidator(ref plan.FileRef, baseDir string) (*validate.Validator, error) {
-	b, err := ref.Load(baseDir)
-	if err != nil {
-		return nil, err
-	}
-	var s schema.Schema
-	s.SetFilename(ref.Path)
-	if path.Ext(ref.Path) == ".json" {
-		err = s.UnmarshalJSON(b)
-	} else {
-		err = s.UnmarshalCedar(b)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cedar schema: %w", err)
-	}
-	rs, err := s.Resolve()
-	if err != nil {
-		return nil, fmt.Errorf("cedar schema: %w", err)
-	}
-	return validate.New(rs, validate.WithStrict()), nil
+// cedarSchema is a parsed Cedar schema with the plan's entities checked
+// against it, shared by every policy of a Loader that names the file.
+type cedarSchema struct {
+	path      string
+	err       error // the schema does not load, parse or resolve
+	resolved  *resolved.Schema
+	validator *validate.Validator
+	planErrs  map[types.EntityUID]error // plan entities that do not validate
 }
 
-// cedarEntities generates an entity for every tool (effect, tags, idempotent)
-// and agent of the plan and merges the entities file into them: the file may
-// add parents and attributes, but the plan's attributes win, because they
-// are what the tool really is.
-func cedarEntities(address string, file *plan.FileRef, p *plan.Plan, baseDir string) (types.EntityMap, LoadErrors) {
-	entities := types.EntityMap{}
-	if file != nil {
-		b, err := file.Load(baseDir)
-		if err == nil {
-			err = json.Unmarshal(b, &entities)
-		}
-		if err != nil {
-			return nil, LoadErrors{{Policy: address, File: file.Path, Err: fmt.Errorf("cedar entities: %w", err)}}
+// newCedarSchema parses a schema in the human-readable form or, for a .json
+// file, the JSON form, and validates the plan's entities against it.
+func newCedarSchema(ref plan.FileRef, baseDir string, planEntities types.EntityMap) *cedarSchema {
+	s := &cedarSchema{path: ref.Path}
+	b, err := ref.Load(baseDir)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	var sc schema.Schema
+	sc.SetFilename(ref.Path)
+	if path.Ext(ref.Path) == ".json" {
+		err = sc.UnmarshalJSON(b)
+	} else {
+		err = sc.UnmarshalCedar(b)
+	}
+	if err == nil {
+		s.resolved, err = sc.Resolve()
+	}
+	if err != nil {
+		s.err = fmt.Errorf("cedar schema: %w", err)
+		return s
+	}
+	s.validator = validate.New(s.resolved, validate.WithStrict())
+	s.planErrs = map[types.EntityUID]error{}
+	for uid, e := range planEntities {
+		if err := s.validator.Entity(e); err != nil {
+			s.planErrs[uid] = err
 		}
 	}
+	return s
+}
+
+// check validates a request, and the entity a request adds, against the
+// schema. Principal and resource type errors are cedar-go's own; a context
+// that does not fit is described by the path that does not.
+func (s *cedarSchema) check(req cedar.Request, extra *types.Entity) error {
+	if err := s.validator.Request(req); err != nil {
+		if a, ok := s.resolved.Actions[req.Action]; ok && a.AppliesTo != nil {
+			if why := recordMismatch("context", req.Context, a.AppliesTo.Context); why != "" {
+				return fmt.Errorf("for %s, %s", req.Action, why)
+			}
+		}
+		return err
+	}
+	if extra != nil {
+		if err := s.validator.Entity(*extra); err != nil {
+			return fmt.Errorf("entity %s: %v", extra.UID, err)
+		}
+	}
+	return nil
+}
+
+// declared keeps only the members of a request's context that the schema
+// declares for the action, at every depth. A strictly validated policy can
+// read no other member, so Cedar decides the same; but Cedar records are
+// closed, and without this every tool argument a schema leaves out (each
+// tool has its own) would make the request fail validation.
+func (s *cedarSchema) declared(action types.EntityUID, ctx types.Record) types.Record {
+	a, ok := s.resolved.Actions[action]
+	if !ok || a.AppliesTo == nil {
+		return ctx // the request fails validation and says why
+	}
+	return project(ctx, a.AppliesTo.Context).(types.Record)
+}
+
+func project(v types.Value, t resolved.IsType) types.Value {
+	if onlyDeclared(v, t) {
+		return v // the common case, without a copy
+	}
+	switch t := t.(type) {
+	case resolved.RecordType:
+		rec, ok := v.(types.Record)
+		if !ok {
+			return v
+		}
+		m := make(types.RecordMap, len(t))
+		for k, e := range rec.All() {
+			if attr, ok := t[k]; ok {
+				m[k] = project(e, attr.Type)
+			}
+		}
+		return types.NewRecord(m)
+	case resolved.SetType:
+		set, ok := v.(types.Set)
+		if !ok {
+			return v
+		}
+		out := make([]types.Value, 0, set.Len())
+		for e := range set.All() {
+			out = append(out, project(e, t.Element))
+		}
+		return types.NewSet(out...)
+	}
+	return v
+}
+
+// onlyDeclared reports whether v has no record member, at any depth, that
+// t does not declare.
+func onlyDeclared(v types.Value, t resolved.IsType) bool {
+	switch t := t.(type) {
+	case resolved.RecordType:
+		if rec, ok := v.(types.Record); ok {
+			for k, e := range rec.All() {
+				if attr, ok := t[k]; !ok || !onlyDeclared(e, attr.Type) {
+					return false
+				}
+			}
+		}
+	case resolved.SetType:
+		if set, ok := v.(types.Set); ok {
+			for e := range set.All() {
+				if !onlyDeclared(e, t.Element) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// recordMismatch names the first member of rec (at path) that does not fit
+// t, or returns "" when it finds none: "context.arguments.query is a Long
+// where the schema wants String".
+func recordMismatch(at string, rec types.Record, t resolved.RecordType) string {
+	names := slices.Sorted(maps.Keys(t))
+	for _, k := range names {
+		v, ok := rec.Get(k)
+		if !ok {
+			if !t[k].Optional {
+				return fmt.Sprintf("%s.%s is required by the schema and missing", at, k)
+			}
+			continue
+		}
+		if why := valueMismatch(at+"."+string(k), v, t[k].Type); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+func valueMismatch(at string, v types.Value, t resolved.IsType) string {
+	want := ""
+	switch t := t.(type) {
+	case resolved.StringType:
+		if _, ok := v.(types.String); !ok {
+			want = "String"
+		}
+	case resolved.LongType:
+		if _, ok := v.(types.Long); !ok {
+			want = "Long"
+		}
+	case resolved.BoolType:
+		if _, ok := v.(types.Boolean); !ok {
+			want = "Bool"
+		}
+	case resolved.ExtensionType:
+		if cedarKind(v) != string(t) {
+			want = string(t)
+		}
+	case resolved.EntityType:
+		if uid, ok := v.(types.EntityUID); !ok || uid.Type != types.EntityType(t) {
+			want = string(t)
+		}
+	case resolved.SetType:
+		set, ok := v.(types.Set)
+		if !ok {
+			want = "Set"
+			break
+		}
+		for e := range set.All() {
+			if why := valueMismatch(at+"[]", e, t.Element); why != "" {
+				return why
+			}
+		}
+	case resolved.RecordType:
+		rec, ok := v.(types.Record)
+		if !ok {
+			want = "Record"
+			break
+		}
+		return recordMismatch(at, rec, t)
+	}
+	if want == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s is a %s where the schema wants %s", at, cedarKind(v), want)
+}
+
+func cedarKind(v types.Value) string {
+	switch v.(type) {
+	case types.String:
+		return "String"
+	case types.Long:
+		return "Long"
+	case types.Boolean:
+		return "Bool"
+	case types.Decimal:
+		return "decimal"
+	case types.IPAddr:
+		return "ipaddr"
+	case types.Datetime:
+		return "datetime"
+	case types.Duration:
+		return "duration"
+	case types.Set:
+		return "Set"
+	case types.Record:
+		return "Record"
+	case types.EntityUID:
+		return "entity"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// cedarPlanEntities generates an entity for every tool (effect, tags,
+// idempotent) and agent of the plan. A Loader builds them once; every Cedar
+// policy of the plan reads them and none writes them.
+func cedarPlanEntities(p *plan.Plan) types.EntityMap {
 	if p == nil {
-		return entities, nil
+		return types.EntityMap{}
 	}
+	entities := make(types.EntityMap, len(p.Tools)+len(p.Agents))
 	for _, t := range p.Tools {
 		uid := types.NewEntityUID(cedarToolType, types.String(addressName(t.Address)))
-		merge(entities, types.Entity{UID: uid, Attributes: toolAttributes(t.Effect, t.Tags, &t.Idempotent)})
+		entities[uid] = types.Entity{UID: uid, Attributes: toolAttributes(t.Effect, t.Tags, &t.Idempotent)}
 	}
 	for _, a := range p.Agents {
 		uid := types.NewEntityUID(cedarAgentType, types.String(addressName(a.Address)))
-		merge(entities, types.Entity{UID: uid})
+		entities[uid] = types.Entity{UID: uid, Attributes: types.NewRecord(nil)}
+	}
+	return entities
+}
+
+// cedarFileEntities reads a policy's entities file and merges the plan's
+// entity of the same UID into each: the file may add parents and
+// attributes, but the plan's attributes win, because they are what the tool
+// really is.
+func cedarFileEntities(file *plan.FileRef, baseDir string, planEntities types.EntityMap) (types.EntityMap, error) {
+	entities := types.EntityMap{}
+	if file == nil {
+		return entities, nil
+	}
+	b, err := file.Load(baseDir)
+	if err == nil {
+		err = json.Unmarshal(b, &entities)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for uid, e := range entities {
+		gen, ok := planEntities[uid]
+		if !ok {
+			continue
+		}
+		attrs := e.Attributes.Map()
+		if attrs == nil {
+			attrs = types.RecordMap{}
+		}
+		for k, v := range gen.Attributes.All() {
+			attrs[k] = v
+		}
+		e.Attributes = types.NewRecord(attrs)
+		entities[uid] = e
 	}
 	return entities, nil
+}
+
+// cedarEntities are the entities a Cedar policy's requests see: its
+// entities file (merged with the plan) over the plan's entities, which
+// every Cedar policy of a Loader shares.
+type cedarEntities struct {
+	own  types.EntityMap
+	plan types.EntityMap
+}
+
+func (e cedarEntities) Get(uid types.EntityUID) (types.Entity, bool) {
+	if x, ok := e.own[uid]; ok {
+		return x, true
+	}
+	x, ok := e.plan[uid]
+	return x, ok
 }
 
 func toolAttributes(effect string, tags []string, idempotent *bool) types.Record {
@@ -238,33 +518,10 @@ func toolAttributes(effect string, tags []string, idempotent *bool) types.Record
 	return types.NewRecord(m)
 }
 
-func merge(entities types.EntityMap, gen types.Entity) {
-	old, ok := entities[gen.UID]
-	if !ok {
-		if gen.Attributes.Len() == 0 {
-			gen.Attributes = types.NewRecord(nil)
-		}
-		entities[gen.UID] = gen
-		return
-	}
-	attrs := old.Attributes.Map()
-	if attrs == nil {
-		attrs = types.RecordMap{}
-	}
-	for k, v := range gen.Attributes.All() {
-		attrs[k] = v
-	}
-	old.Attributes = types.NewRecord(attrs)
-	entities[gen.UID] = old
-}
-
-func sortedUIDs(m types.EntityMap) []types.EntityUID {
-	uids := make([]types.EntityUID, 0, len(m))
-	for uid := range m {
-		uids = append(uids, uid)
-	}
-	slices.SortFunc(uids, func(a, b types.EntityUID) int { return strings.Compare(a.String(), b.String()) })
-	return uids
+// compareUIDs orders entities by type, then id, so errors come out in the
+// same order every time.
+func compareUIDs(a, b types.EntityUID) int {
+	return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID))
 }
 
 // request builds the Cedar request for an input, and the resource entity when
@@ -283,7 +540,7 @@ func (c *Cedar) request(in Input) (cedar.Request, *types.Entity, error) {
 	switch in.Action.Type {
 	case ToolCall:
 		req.Resource = types.NewEntityUID(cedarToolType, types.String(in.Action.Tool))
-		if _, known := c.entities[req.Resource]; !known {
+		if _, known := c.entities.Get(req.Resource); !known {
 			extra = &types.Entity{UID: req.Resource, Attributes: toolAttributes(in.Action.Effect, in.Action.Tags, nil)}
 		}
 	case Delegate:
@@ -303,7 +560,7 @@ func (c *Cedar) request(in Input) (cedar.Request, *types.Entity, error) {
 	if err != nil {
 		return cedar.Request{}, nil, fmt.Errorf("usage: %w", err)
 	}
-	req.Context = types.NewRecord(types.RecordMap{
+	ctx := types.NewRecord(types.RecordMap{
 		"arguments": argv,
 		"effect":    types.String(in.Action.Effect),
 		"iteration": types.Long(in.Run.Iteration),
@@ -316,6 +573,10 @@ func (c *Cedar) request(in Input) (cedar.Request, *types.Entity, error) {
 			"cost_usd":          cost,
 		}),
 	})
+	if c.schema != nil {
+		ctx = c.schema.declared(req.Action, ctx)
+	}
+	req.Context = ctx
 	return req, extra, nil
 }
 
@@ -371,9 +632,9 @@ func cedarValue(v any) (types.Value, error) {
 }
 
 // requestEntities layers the one entity a request adds over the shared,
-// read-only map, so concurrent requests never write to it.
+// read-only entities, so concurrent requests never write to them.
 type requestEntities struct {
-	base  types.EntityMap
+	base  cedarEntities
 	extra *types.Entity
 }
 
@@ -394,6 +655,11 @@ func (c *Cedar) decide(in Input) (Decision, cedar.Diagnostic) {
 	req, extra, err := c.request(in)
 	if err != nil {
 		return Decision{Outcome: Deny, Reason: "cedar: building the request: " + err.Error(), Engine: "cedar"}, cedar.Diagnostic{}
+	}
+	if c.schema != nil {
+		if err := c.schema.check(req, extra); err != nil {
+			return Decision{Outcome: Deny, Reason: fmt.Sprintf("cedar: the request does not validate against %s, so the action is denied: %v", c.schema.path, err), Engine: "cedar"}, cedar.Diagnostic{}
+		}
 	}
 	ok, diag := cedar.Authorize(c.policies, requestEntities{c.entities, extra}, req)
 	return c.outcome(req, ok, diag), diag

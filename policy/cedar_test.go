@@ -2,9 +2,11 @@ package policy
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/cedar-policy/cedar-go/types"
 	"github.com/symbi-dev/symbi/plan"
 )
 
@@ -205,5 +207,97 @@ func TestCedarSchemaErrors(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("got %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+func TestCedarRequestValidation(t *testing.T) {
+	// respond and terminate are left out of this schema; call_tool requires
+	// cmd, a Long limit and a set of String labels.
+	const schema = `namespace Symbi {
+  entity Team;
+  entity Agent in [Team];
+  entity Tool { effect: String, tags: Set<String>, idempotent?: Bool };
+  action call_tool appliesTo {
+    principal: Agent, resource: Tool,
+    context: { arguments: { cmd: String, limit?: Long, labels?: Set<String> }, effect: String },
+  };
+}
+`
+	p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+	s := file("policies/symbi.cedarschema", schema)
+	p.Policies[0].Cedar.Schema = &s
+	g := mustGate(t, p, "policy.access")
+	const denied = "cedar: the request does not validate against policies/symbi.cedarschema, so the action is denied: "
+	for _, tc := range []struct {
+		name   string
+		in     Input
+		want   Outcome
+		reason string
+	}{
+		// iteration and usage are not declared: a validated policy cannot
+		// read them, so they are left out rather than failing the request;
+		// so are arguments the schema does not name.
+		{"undeclared members are left out", input(p, toolCall("shell", `{"cmd":"ls","verbose":true,"limit":3}`)), Allow, ""},
+		{"wrong type", input(p, toolCall("shell", `{"cmd":"ls","limit":"many"}`)), Deny,
+			denied + `for Symbi::Action::"call_tool", context.arguments.limit is a String where the schema wants Long`},
+		{"wrong type in a set", input(p, toolCall("shell", `{"cmd":"ls","labels":["a",2]}`)), Deny,
+			denied + `for Symbi::Action::"call_tool", context.arguments.labels[] is a Long where the schema wants String`},
+		{"required argument missing", input(p, toolCall("shell", `{}`)), Deny,
+			denied + `for Symbi::Action::"call_tool", context.arguments.cmd is required by the schema and missing`},
+		{"action not in the schema", input(p, Action{Type: Respond, Content: "42"}), Deny,
+			denied + "action `Symbi::Action::\"respond\"` does not exist in the supplied schema"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := g.Decide(context.Background(), tc.in)
+			if d.Outcome != tc.want || d.Reason != tc.reason && tc.reason != "" {
+				t.Errorf("got %s %q\nwant %s %q", d.Outcome, d.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+	// Without a schema nothing is validated or left out.
+	p.Policies[0].Cedar.Schema = nil
+	if d := mustGate(t, p, "policy.access").Decide(context.Background(), input(p, toolCall("shell", `{"limit":"many"}`))); d.Outcome != Allow {
+		t.Errorf("without a schema: got %s %q", d.Outcome, d.Reason)
+	}
+}
+
+func TestLoaderSharesPlanEntitiesAndSchemas(t *testing.T) {
+	p := cedarScalePlan(3, 10)
+	l := NewLoader(p, t.TempDir())
+	var gates []*Cedar
+	for _, pol := range p.Policies {
+		g, err := l.Gate(context.Background(), pol.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, g.(*Cedar))
+	}
+	if len(l.schemas) != 1 {
+		t.Errorf("the schema was parsed %d times, want once", len(l.schemas))
+	}
+	for _, g := range gates[1:] {
+		if g.schema != gates[0].schema || reflect.ValueOf(g.entities.plan).UnsafePointer() != reflect.ValueOf(gates[0].entities.plan).UnsafePointer() {
+			t.Errorf("%s does not share the plan's entities and schema with %s", g.address, gates[0].address)
+		}
+	}
+	// The entities file's researcher (with its team) hides the plan's.
+	if e, _ := gates[0].entities.Get(types.NewEntityUID(cedarAgentType, "researcher")); e.Parents.Len() != 1 {
+		t.Errorf("researcher: %v, want the entities file's parents", e)
+	}
+	if e, _ := gates[0].entities.Get(types.NewEntityUID(cedarToolType, "t0003")); e.Attributes.Len() != 3 {
+		t.Errorf("t0003: %v, want the plan's effect, tags and idempotent", e)
+	}
+}
+
+func TestCedarPlanEntityFailsSchema(t *testing.T) {
+	// tags is not declared: every generated tool fails, in UID order, and
+	// the error says where the entity came from.
+	p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+	s := file("policies/symbi.cedarschema", "namespace Symbi {\n  entity Team;\n  entity Agent in [Team];\n  entity Tool { effect: String, idempotent?: Bool };\n}\n")
+	p.Policies[0].Cedar.Schema = &s
+	_, err := FromPlan(context.Background(), p, "policy.access", t.TempDir())
+	les, _ := err.(LoadErrors)
+	if len(les) != 3 || les[0].File != "(generated from the plan)" || !strings.Contains(les[0].Error(), `entity Symbi::Tool::"shell" does not validate`) || !strings.Contains(les[2].Error(), `Symbi::Tool::"write_file"`) {
+		t.Errorf("got %v", err)
 	}
 }

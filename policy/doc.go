@@ -3,7 +3,9 @@
 // One Gate interface, three engines — built-in rules (NewRules), OPA/Rego v1
 // (NewOPA) and Cedar (NewCedar) — each prepared once by FromPlan and safe for
 // concurrent use: a decision only builds its input and evaluates. Any engine
-// failure is a Deny whose reason carries the error (fail closed).
+// failure is a Deny whose reason carries the error (fail closed). A Loader
+// prepares several policies of one plan, deriving what they share from the
+// plan (the Cedar entities, each Cedar schema) once.
 //
 // A Chain runs an agent's policies in order (NewChain with []Link{Address,
 // Gate}, or ChainFromPlan): a deny stops the chain, a modify hands the

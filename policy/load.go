@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
+	"github.com/cedar-policy/cedar-go/types"
 	"github.com/symbi-dev/symbi/plan"
 )
 
@@ -13,7 +15,42 @@ import (
 // and its query prepared, Cedar is parsed and validated. The compiler calls
 // it to check a policy, the engine once per run. Errors are LoadErrors
 // (errors.As) naming the file and line.
+//
+// FromPlan derives the plan's Cedar entities afresh on every call: to
+// prepare several policies of one plan, use a Loader.
 func FromPlan(ctx context.Context, p *plan.Plan, addr string, baseDir string) (Gate, error) {
+	return NewLoader(p, baseDir).Gate(ctx, addr)
+}
+
+// Loader prepares the policies of one plan. What a Cedar policy derives
+// from the plan alone (an entity for every tool and agent, and a schema
+// with those entities checked against it) is built once per Loader and
+// shared, never written, by every gate it returns: preparing N Cedar
+// policies over M tools costs N+M, not N×M. The plan must not change while
+// the Loader is in use. A Loader is safe for concurrent use.
+type Loader struct {
+	plan    *plan.Plan
+	baseDir string
+
+	planEntities func() types.EntityMap // once
+
+	mu      sync.Mutex
+	schemas map[[2]string]*cedarSchema // by path and sha256
+}
+
+// NewLoader returns a Loader for p, reading files relative to baseDir.
+func NewLoader(p *plan.Plan, baseDir string) *Loader {
+	return &Loader{
+		plan:         p,
+		baseDir:      baseDir,
+		planEntities: sync.OnceValue(func() types.EntityMap { return cedarPlanEntities(p) }),
+		schemas:      map[[2]string]*cedarSchema{},
+	}
+}
+
+// Gate prepares the policy at addr, as FromPlan does.
+func (l *Loader) Gate(ctx context.Context, addr string) (Gate, error) {
+	p := l.plan
 	if p == nil {
 		return nil, fmt.Errorf("%w: %s (no plan)", ErrUnknownPolicy, addr)
 	}
@@ -29,17 +66,37 @@ func FromPlan(ctx context.Context, p *plan.Plan, addr string, baseDir string) (G
 		}
 		return r, nil
 	case pol.Kind == "opa" && pol.OPA != nil:
-		return NewOPA(ctx, addr, *pol.OPA, baseDir)
+		return NewOPA(ctx, addr, *pol.OPA, l.baseDir)
 	case pol.Kind == "cedar" && pol.Cedar != nil:
-		return NewCedar(addr, *pol.Cedar, p, baseDir)
+		return l.cedar(addr, *pol.Cedar)
 	}
 	return nil, LoadErrors{{Policy: addr, File: pol.Range.Filename, Line: pol.Range.Line, Err: fmt.Errorf("policy kind %q has no matching block (want rules, opa or cedar)", pol.Kind)}}
+}
+
+// schema parses a Cedar schema and checks the plan's entities against it,
+// once per schema file; every policy that names the file shares the result.
+func (l *Loader) schema(ref plan.FileRef) *cedarSchema {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := [2]string{ref.Path, ref.SHA256}
+	if s, ok := l.schemas[key]; ok {
+		return s
+	}
+	s := newCedarSchema(ref, l.baseDir, l.planEntities())
+	l.schemas[key] = s
+	return s
 }
 
 // ChainFromPlan builds the chain of the agent at agentAddr: its policies in
 // order, its loop's on_no_policy, and approval = "always" for its tools that
 // say so. validate is the tool-schema check for modified arguments.
 func ChainFromPlan(ctx context.Context, p *plan.Plan, agentAddr, baseDir string, validate func(tool string, args json.RawMessage) error) (*Chain, error) {
+	return NewLoader(p, baseDir).Chain(ctx, agentAddr, validate)
+}
+
+// Chain builds the chain of the agent at agentAddr, as ChainFromPlan does.
+func (l *Loader) Chain(ctx context.Context, agentAddr string, validate func(tool string, args json.RawMessage) error) (*Chain, error) {
+	p := l.plan
 	var ag *plan.Agent
 	if p != nil {
 		ag = p.Agent(agentAddr)
@@ -50,7 +107,7 @@ func ChainFromPlan(ctx context.Context, p *plan.Plan, agentAddr, baseDir string,
 	links := make([]Link, 0, len(ag.Policies))
 	var errs LoadErrors
 	for _, addr := range ag.Policies {
-		g, err := FromPlan(ctx, p, addr, baseDir)
+		g, err := l.Gate(ctx, addr)
 		if err != nil {
 			if le, ok := err.(LoadErrors); ok {
 				errs = append(errs, le...)

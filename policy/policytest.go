@@ -37,10 +37,11 @@ func RunTests(ctx context.Context, p *plan.Plan, baseDir string) []TestResult {
 		err  error
 	}
 	gates := map[string]loaded{}
+	loader := NewLoader(p, baseDir)
 	gate := func(addr string) (Gate, error) {
 		l, ok := gates[addr]
 		if !ok {
-			l.gate, l.err = FromPlan(ctx, p, addr, baseDir)
+			l.gate, l.err = loader.Gate(ctx, addr)
 			gates[addr] = l
 		}
 		return l.gate, l.err
