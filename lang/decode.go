@@ -107,7 +107,7 @@ func Parse(srcs []Source) (*Module, hcl.Diagnostics) {
 			m.Files[src.Name] = &hcl.File{Bytes: src.Bytes, Body: hcl.EmptyBody()}
 			continue
 		}
-		f, ds := hclsyntax.ParseConfig(src.Bytes, src.Name, hcl.InitialPos)
+		f, ds := parseFile(src.Bytes, src.Name)
 		diags = append(diags, ds...)
 		if f == nil {
 			continue
