@@ -374,12 +374,13 @@ func (c *compiler) findCycles(edges map[string][]string, report func([]string)) 
 // its query prepared, Cedar parsed and validated against its schema) and
 // reports a failure on the policy block.
 func (c *compiler) checkPolicies() {
+	loader := policy.NewLoader(c.p, c.baseDir) // the plan's Cedar entities, built once
 	for _, pol := range c.p.Policies {
 		// Rules are checked where they are written, with a better range.
 		if pol.Kind == "" || pol.Kind == "rules" || (pol.Kind == "opa" && len(pol.OPA.Modules) == 0) || (pol.Kind == "cedar" && len(pol.Cedar.Policies) == 0) {
 			continue // already reported
 		}
-		if _, err := policy.FromPlan(c.ctx, c.p, pol.Address, c.baseDir); err != nil {
+		if _, err := loader.Gate(c.ctx, pol.Address); err != nil {
 			var les policy.LoadErrors
 			if errors.As(err, &les) && len(les) > 0 {
 				for _, le := range les {

@@ -273,8 +273,9 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 	var b strings.Builder
 	action := policy.Action{Type: policy.ToolCall, Tool: toolName, CallID: "repl", Arguments: args}
 	var approved policy.Approved
+	loader := policy.NewLoader(p, s.baseDir()) // shared by every agent's chain
 	for _, agent := range agents {
-		chain, err := policy.ChainFromPlan(ctx, p, agent, s.baseDir(), box.Validate)
+		chain, err := loader.Chain(ctx, agent, box.Validate)
 		if err != nil {
 			return b.String(), errorAt(rng, "Policy does not load", "%v", err)
 		}

@@ -135,7 +135,8 @@ type Engine struct {
 	mu        sync.Mutex // guards models and gates
 	models    map[string]provider.Model
 	gates     map[string]policy.Gate
-	toolMu    sync.Mutex // separate: building a toolbox may resolve secrets
+	policies  *policy.Loader // prepares gates; built on first use
+	toolMu    sync.Mutex     // separate: building a toolbox may resolve secrets
 	toolboxes map[string]*agentTools
 	// secrets takes every secret the engine resolves out of everything
 	// it writes and shows.

@@ -276,7 +276,10 @@ func (e *Engine) gate(ctx context.Context, addr string) (policy.Gate, error) {
 	if g, ok := e.gates[addr]; ok {
 		return g, nil
 	}
-	g, err := policy.FromPlan(ctx, e.plan, addr, e.opts.BaseDir)
+	if e.policies == nil {
+		e.policies = policy.NewLoader(e.plan, e.opts.BaseDir)
+	}
+	g, err := e.policies.Gate(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
