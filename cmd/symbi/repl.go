@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/chzyer/readline"
@@ -62,30 +61,29 @@ func runRepl(cmd *cobra.Command, args []string) error {
 			return exitWith(exitFailure, "repl: %v", err)
 		}
 		defer rl.Close()
-		opts.Approver = &lineApprover{out: out, by: os.Getenv("USER"), read: func(prompt string) (string, error) {
+		input := &lineInput{read: rl.Readline, show: func(prompt string, reading bool) {
 			rl.SetPrompt(prompt)
-			return rl.Readline()
+			if reading {
+				rl.Refresh()
+			}
 		}}
+		opts.Approver = &lineApprover{out: out, by: os.Getenv("USER"), input: input}
 		sess := startSession(opts, args, errOut)
 		defer sess.Close()
 		if sess.Loaded() != "" {
 			fmt.Fprint(errOut, sess.Summary())
 		}
 		fmt.Fprintln(errOut, "symbi repl: :help for commands, Tab to complete, Ctrl-D to quit.")
-		return interactiveLoop(ctx, sess, rl, out, errOut)
+		return interactiveLoop(ctx, sess, rl, input, out, errOut)
 	}
 
 	// A script: the approver reads its answer from the script's next line.
 	lines := newLineSource(in)
-	opts.Approver = &lineApprover{out: out, by: "script", read: func(prompt string) (string, error) {
-		fmt.Fprint(out, prompt)
-		line, err := lines.next()
-		fmt.Fprintln(out, line)
-		return line, err
-	}}
+	input := &lineInput{read: lines.next, show: func(prompt string, _ bool) { fmt.Fprint(out, prompt) }}
+	opts.Approver = &lineApprover{out: out, by: "script", input: input, echo: true}
 	sess := startSession(opts, args, errOut)
 	defer sess.Close()
-	return scriptLoop(ctx, sess, lines, out, errOut)
+	return scriptLoop(ctx, sess, input, out, errOut)
 }
 
 // startSession makes the session and loads PATH. A configuration that does
@@ -195,10 +193,10 @@ func readInput(sess *repl.Session, rl lineEditor) (string, error) {
 	}
 }
 
-func interactiveLoop(ctx context.Context, sess *repl.Session, rl *readline.Instance, out, errOut io.Writer) error {
+func interactiveLoop(ctx context.Context, sess *repl.Session, rl *readline.Instance, input *lineInput, out, errOut io.Writer) error {
 	rl.Config.AutoComplete = completer{sess}
 	for {
-		text, err := readInput(sess, rl)
+		text, err := readInput(sess, &promptedInput{ctx: ctx, in: input})
 		if err != nil {
 			return nil // Ctrl-D
 		}
@@ -214,7 +212,7 @@ func interactiveLoop(ctx context.Context, sess *repl.Session, rl *readline.Insta
 	}
 }
 
-func scriptLoop(ctx context.Context, sess *repl.Session, lines *lineSource, out, errOut io.Writer) error {
+func scriptLoop(ctx context.Context, sess *repl.Session, input *lineInput, out, errOut io.Writer) error {
 	var buf []string
 	handle := func(text string) bool {
 		output, exit, diags := sess.Handle(ctx, text)
@@ -223,7 +221,7 @@ func scriptLoop(ctx context.Context, sess *repl.Session, lines *lineSource, out,
 		return exit
 	}
 	for {
-		line, err := lines.next()
+		line, err := input.next(ctx, "")
 		if err != nil {
 			if len(buf) > 0 {
 				handle(strings.Join(buf, "\n"))
@@ -263,41 +261,6 @@ func (l *lineSource) next() (string, error) {
 		return "", err
 	}
 	return "", io.EOF
-}
-
-// lineApprover asks the person at the REPL (or the script's next line)
-// about an action a policy wants a person to decide: "y" or "yes"
-// approves, anything else denies.
-type lineApprover struct {
-	out  io.Writer
-	by   string
-	read func(prompt string) (string, error)
-}
-
-func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.ApprovalRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return policy.ApprovalRecord{}, err
-	}
-	fmt.Fprintf(a.out, "agent %s wants to run %s\n", req.Agent, req.Action)
-	if len(req.Action.Arguments) > 0 {
-		fmt.Fprintf(a.out, "  arguments: %s\n", req.Action.Arguments)
-	}
-	if req.Reason != "" {
-		fmt.Fprintf(a.out, "  why asked: %s\n", req.Reason)
-	}
-	rec := policy.ApprovalRecord{ID: req.ID, By: a.by, Via: "terminal", At: time.Now()}
-	line, err := a.read("Approve? [y/N] ")
-	if err != nil {
-		rec.Reason = "no answer (denied)"
-		return rec, nil
-	}
-	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
-	switch strings.ToLower(word) {
-	case "y", "yes":
-		rec.Approved = true
-	}
-	rec.Reason = strings.TrimSpace(rest)
-	return rec, nil
 }
 
 // Compile-time checks that the adapters fit the interfaces they serve.

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chzyer/readline"
+
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// lineInput is the REPL's one reader of its input, shared by the loop that
+// reads inputs and the approver that reads answers. A read cannot be
+// cancelled (readline and a script's scanner block until a line comes), so
+// a caller that gives up (an approval that times out, a cancelled run)
+// leaves its read running, and the next caller takes that read over rather
+// than start a second one on the same input. What that read returned before
+// anyone asked again was typed for a prompt that had given up: it is
+// dropped, so a late "y" approves nothing it was not shown.
+type lineInput struct {
+	read func() (string, error) // blocks until the next line
+	// show displays the prompt: before a read starts, or over the read in
+	// flight that this caller takes over (reading).
+	show func(prompt string, reading bool)
+
+	mu      sync.Mutex     // one caller at a time: concurrent approvals queue up
+	pending chan lineOrErr // the read a caller gave up on; nil when none
+}
+
+type lineOrErr struct {
+	line string
+	err  error
+}
+
+// next shows prompt and returns the next line, or ctx's error when ctx ends
+// first.
+func (in *lineInput) next(ctx context.Context, prompt string) (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	ch := in.pending
+	in.pending = nil
+	if ch != nil {
+		select {
+		case l := <-ch:
+			if l.err != nil && !errors.Is(l.err, readline.ErrInterrupt) {
+				return "", l.err // the end of input stays the end of input
+			}
+			ch = nil // a late answer, or a Ctrl-C at a prompt that was gone
+		default:
+		}
+	}
+	if ch == nil {
+		in.show(prompt, false)
+		ch = make(chan lineOrErr, 1)
+		go func() {
+			line, err := in.read()
+			ch <- lineOrErr{line, err}
+		}()
+	} else {
+		in.show(prompt, true)
+	}
+	select {
+	case l := <-ch:
+		return l.line, l.err
+	case <-ctx.Done():
+		in.pending = ch
+		return "", ctx.Err()
+	}
+}
+
+// promptedInput reads inputs for readInput from the shared input.
+type promptedInput struct {
+	ctx    context.Context
+	in     *lineInput
+	prompt string
+}
+
+func (p *promptedInput) SetPrompt(s string)        { p.prompt = s }
+func (p *promptedInput) Readline() (string, error) { return p.in.next(p.ctx, p.prompt) }
+
+// lineApprover asks the person at the REPL (or the script's next line)
+// about an action a policy wants a person to decide: "y" or "yes"
+// approves, anything else denies. Like policy.TerminalApprover it waits no
+// longer than the request's Timeout (or, without one, its Expires, or the
+// deadline of ctx), and a request nobody answered in time is denied; a
+// cancelled ctx is an error.
+type lineApprover struct {
+	out   io.Writer
+	by    string
+	input *lineInput
+	echo  bool             // print the answer after the prompt: a script's lines are not echoed as typed
+	now   func() time.Time // nil is time.Now
+}
+
+func (a *lineApprover) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.ApprovalRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return policy.ApprovalRecord{}, err
+	}
+	fmt.Fprintf(a.out, "agent %s wants to run %s\n", req.Agent, req.Action)
+	if len(req.Action.Arguments) > 0 {
+		fmt.Fprintf(a.out, "  arguments: %s\n", req.Action.Arguments)
+	}
+	if req.Reason != "" {
+		fmt.Fprintf(a.out, "  why asked: %s\n", req.Reason)
+	}
+	wait, stop := ctx, context.CancelFunc(func() {})
+	limit := req.Timeout
+	switch {
+	case limit > 0:
+		wait, stop = context.WithTimeout(ctx, limit)
+	case !req.Expires.IsZero():
+		limit = req.Expires.Sub(a.clock()).Round(time.Second)
+		wait, stop = context.WithDeadline(ctx, req.Expires)
+	}
+	defer stop()
+	rec := policy.ApprovalRecord{ID: req.ID, By: a.by, Via: "terminal"}
+	line, err := a.input.next(wait, "Approve? [y/N] ")
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded):
+		// The request's own limit, or a deadline the caller put on asking
+		// (an escalation's timeout): either way nobody answered in time.
+		rec.By, rec.Via, rec.At = "timeout", "timeout", a.clock()
+		rec.Reason = "nobody answered in time (a timeout is a deny)"
+		if limit > 0 {
+			rec.Reason = fmt.Sprintf("nobody answered within %s (a timeout is a deny)", limit)
+		}
+		fmt.Fprintf(a.out, "\n%s\n", rec.Reason)
+		return rec, nil
+	case ctx.Err() != nil:
+		fmt.Fprintln(a.out)
+		return policy.ApprovalRecord{}, ctx.Err()
+	default:
+		if a.echo {
+			fmt.Fprintln(a.out)
+		}
+		rec.At = a.clock()
+		rec.Reason = "no answer (denied)"
+		return rec, nil
+	}
+	if a.echo {
+		fmt.Fprintln(a.out, line)
+	}
+	rec.At = a.clock()
+	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	switch strings.ToLower(word) {
+	case "y", "yes":
+		rec.Approved = true
+	}
+	rec.Reason = strings.TrimSpace(rest)
+	return rec, nil
+}
