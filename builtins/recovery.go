@@ -304,7 +304,9 @@ func (tb *Toolbox) deadLetter(name string, args json.RawMessage, failure error, 
 	if len(args) == 0 || !json.Valid(args) {
 		args = json.RawMessage("{}")
 	}
-	line, err := json.Marshal(deadLetterLine{
+	// Marshalled unescaped: json.Marshal would escape the canonical
+	// arguments' <, > and & again.
+	line, err := marshalUnescaped(deadLetterLine{
 		Time:      tb.opts.Now().UTC(),
 		Tool:      name,
 		Arguments: json.RawMessage(canonicalJSON(args)),

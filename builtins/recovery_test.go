@@ -328,6 +328,27 @@ func TestDeadLetter(t *testing.T) {
 	}
 }
 
+// A dead letter's arguments read as the model wrote them: <, > and & are not
+// escaped as \u003c and the like, in the file's bytes as well as its value.
+func TestDeadLetterKeepsHTMLCharacters(t *testing.T) {
+	f := newRecoveryFixture(t, []int{404}, nil)
+	call := approve(t, f.tb, "primary", `{"q":"<a & b>"}`)
+	if _, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(deadLetterStep()), f.hooks); !errors.Is(err, ErrDeadLettered) {
+		t.Fatalf("Recover err = %v, want ErrDeadLettered", err)
+	}
+	path := filepath.Join(f.state, DeadLetterFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"arguments":{"q":"<a & b>"}`) || strings.Contains(string(data), `\u00`) {
+		t.Errorf("dead letter %s: want the arguments written as {\"q\":\"<a & b>\"}", data)
+	}
+	if lines := readDeadLetters(t, path); len(lines) != 1 || string(lines[0].Arguments) != `{"q":"<a & b>"}` {
+		t.Errorf("dead letters = %s, want one line with arguments {\"q\":\"<a & b>\"}", data)
+	}
+}
+
 func TestFullChainInOrder(t *testing.T) {
 	// Everything fails: the primary, its retries, the fallback, no cache,
 	// the model was already asked once, the person does not answer.

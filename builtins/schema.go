@@ -93,7 +93,10 @@ func jsonType(v any) string {
 }
 
 // canonicalJSON gives the same bytes for equal JSON values, whatever their
-// key order or spacing: the key for cached results and llm_recovery counts.
+// key order, spacing or escapes: the key for cached results and llm_recovery
+// counts, and the arguments a dead letter records. <, > and & are written as
+// themselves, not escaped as \u003c and the like, so a dead letter reads like
+// the call that failed.
 func canonicalJSON(raw json.RawMessage) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return "{}"
@@ -104,11 +107,22 @@ func canonicalJSON(raw json.RawMessage) string {
 	if err := dec.Decode(&v); err != nil {
 		return string(raw)
 	}
-	b, err := json.Marshal(v)
+	b, err := marshalUnescaped(v)
 	if err != nil {
 		return string(raw)
 	}
 	return string(b)
+}
+
+// marshalUnescaped is json.Marshal without HTML escaping.
+func marshalUnescaped(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // validatedArgs remembers arguments Validate accepted, so that the call that

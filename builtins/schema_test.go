@@ -88,6 +88,25 @@ func TestCanonicalJSON(t *testing.T) {
 	}
 }
 
+// <, > and & stay themselves, and the same value written with or without
+// escapes gives the same key, so cached results and llm_recovery counts do
+// not depend on how a model escaped its arguments.
+func TestCanonicalJSONKeepsHTMLCharacters(t *testing.T) {
+	const want = `{"q":"<a & b>"}`
+	for _, in := range []string{
+		`{"q":"<a & b>"}`,
+		`{ "q" : "\u003ca \u0026 b\u003e" }`,
+		`{"q":"\u003Ca & b>"}`,
+	} {
+		if got := canonicalJSON(json.RawMessage(in)); got != want {
+			t.Errorf("canonicalJSON(%s) = %s, want %s", in, got, want)
+		}
+	}
+	if a, b := canonicalJSON(json.RawMessage(want)), canonicalJSON(json.RawMessage(want)); a != b {
+		t.Errorf("the same input gave two keys: %s and %s", a, b)
+	}
+}
+
 func FuzzValidateArgs(f *testing.F) {
 	s, err := compileSchema(json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","maxLength":5},"n":{"type":"integer"}},"required":["q"]}`))
 	if err != nil {
