@@ -5,8 +5,8 @@ import (
 	"unicode"
 )
 
-// Relevance scores how well text answers query, in [0, 1], weighted by the
-// confidence the text is held with:
+// relevance scores how well a text with the words t answers a query with the
+// words q, in [0, 1], weighted by the confidence the text is held with:
 //
 //	Q = words of query, T = words of text (lower case, letters and digits, stop words dropped)
 //	coverage = |Q ∩ T| / |Q|
@@ -17,16 +17,6 @@ import (
 // all of its words is what was asked for; the Jaccard term ranks a focused
 // fact above a long one that mentions the same words in passing. A query with
 // no words scores 0 against everything. Confidence is clamped to [0, 1].
-// The engine uses the same score for conventions (with confidence 1), so one
-// threshold means the same for both.
-func Relevance(query, text string, confidence float64) float64 {
-	q := words(query)
-	if len(q) == 0 {
-		return 0
-	}
-	return relevance(q, words(text), confidence)
-}
-
 func relevance(q, t map[string]struct{}, confidence float64) float64 {
 	if len(q) == 0 {
 		return 0

@@ -116,7 +116,7 @@ type Scored struct {
 	Score float64
 }
 
-// Recall returns the facts whose Relevance to query is at least threshold and
+// Recall returns the facts whose relevance to query is at least threshold and
 // above zero, best first, at most limit of them (limit <= 0: all). Ties go to
 // the newer fact, then to the fact text in byte order, so a recall is
 // repeatable.

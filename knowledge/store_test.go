@@ -269,8 +269,8 @@ func TestRelevance(t *testing.T) {
 		{"go", "go", -1, 0},          // and to 0
 		{"Go-1.26", "go 1 26", 1, 1}, // punctuation separates words
 	} {
-		if got := Relevance(tc.query, tc.text, tc.conf); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tc.want) {
-			t.Errorf("Relevance(%q, %q, %v) = %v, want %v", tc.query, tc.text, tc.conf, got, tc.want)
+		if got := relevance(words(tc.query), words(tc.text), tc.conf); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tc.want) {
+			t.Errorf("relevance(%q, %q, %v) = %v, want %v", tc.query, tc.text, tc.conf, got, tc.want)
 		}
 	}
 }
