@@ -39,16 +39,6 @@ func MessageTokens(m provider.Message) int {
 	return n
 }
 
-// Estimate is the token estimate of a conversation: the sum of its
-// messages' MessageTokens.
-func Estimate(msgs []provider.Message) int {
-	n := 0
-	for _, m := range msgs {
-		n += MessageTokens(m)
-	}
-	return n
-}
-
 // Fit returns msgs fitted to s.TokenBudget by s.Strategy. Within budget (or
 // with no budget) it returns msgs itself, uncopied. Otherwise it returns a
 // new slice that always keeps the leading system messages and the last

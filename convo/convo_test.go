@@ -20,6 +20,16 @@ func sys(s string) provider.Message  { return provider.Message{Role: provider.Sy
 func user(s string) provider.Message { return provider.Message{Role: provider.User, Content: s} }
 func asst(s string) provider.Message { return provider.Message{Role: provider.Assistant, Content: s} }
 
+// estimate is the token estimate of a conversation as Fit counts it against
+// the budget: the sum of its messages' MessageTokens.
+func estimate(msgs []provider.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += MessageTokens(m)
+	}
+	return n
+}
+
 func calls(names ...string) provider.Message {
 	m := provider.Message{Role: provider.Assistant}
 	for _, n := range names {
@@ -67,8 +77,8 @@ func TestMessageTokens(t *testing.T) {
 	if got := MessageTokens(result("calc", "12345678")); got != MessageOverhead+2+1 {
 		t.Errorf("tool result: %d", got)
 	}
-	if got := Estimate([]provider.Message{user("abcd"), user("abcd")}); got != 2*(MessageOverhead+1) {
-		t.Errorf("Estimate: %d", got)
+	if got := estimate([]provider.Message{user("abcd"), user("abcd")}); got != 2*(MessageOverhead+1) {
+		t.Errorf("estimate: %d", got)
 	}
 }
 
@@ -83,7 +93,7 @@ func TestPlaceholderTokens(t *testing.T) {
 func TestWithinBudgetIsUncopied(t *testing.T) {
 	msgs := conv(sys("s"), user("u"), exchange(10, "a"), asst("done"))
 	for _, s := range []plan.ContextSettings{
-		{Strategy: SlidingWindow, TokenBudget: Estimate(msgs)},
+		{Strategy: SlidingWindow, TokenBudget: estimate(msgs)},
 		{Strategy: AnchoredSummary, TokenBudget: 1 << 20},
 		{Strategy: ObservationMasking, TokenBudget: 0}, // no budget
 	} {
@@ -99,14 +109,14 @@ func TestSlidingWindow(t *testing.T) {
 	for range 10 {
 		msgs = append(msgs, exchange(400, "search")...) // ~100 tokens a result
 	}
-	budget := MessageTokens(msgs[0]) + 3*Estimate(exchange(400, "search"))
+	budget := MessageTokens(msgs[0]) + 3*estimate(exchange(400, "search"))
 	out := Fit(msgs, plan.ContextSettings{Strategy: SlidingWindow, TokenBudget: budget})
 	want := conv(sys("system"), exchange(400, "search"), exchange(400, "search"), exchange(400, "search"))
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if Estimate(out) > budget {
-		t.Errorf("estimate %d over budget %d", Estimate(out), budget)
+	if estimate(out) > budget {
+		t.Errorf("estimate %d over budget %d", estimate(out), budget)
 	}
 }
 
@@ -158,8 +168,8 @@ func TestObservationMasking(t *testing.T) {
 
 	// When masking is not enough, the oldest groups go too.
 	tight := Fit(msgs, plan.ContextSettings{Strategy: ObservationMasking, TokenBudget: 1100, Recent: 3})
-	if Estimate(tight) > 1100 || !cmp.Equal(tight[0], msgs[0]) || !cmp.Equal(tight[len(tight)-1], msgs[len(msgs)-1]) {
-		t.Errorf("tight fit: %d tokens, %v", Estimate(tight), tight)
+	if estimate(tight) > 1100 || !cmp.Equal(tight[0], msgs[0]) || !cmp.Equal(tight[len(tight)-1], msgs[len(msgs)-1]) {
+		t.Errorf("tight fit: %d tokens, %v", estimate(tight), tight)
 	}
 }
 
@@ -206,7 +216,7 @@ func TestAnchoredSummaryShrinksRecent(t *testing.T) {
 func TestOrphansDropped(t *testing.T) {
 	msgs := conv(sys("system"), result("ghost", strings.Repeat("g", 400)), user("task"), exchange(400, "a"), exchange(400, "b"))
 	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
-		out := Fit(msgs, plan.ContextSettings{Strategy: strategy, TokenBudget: Estimate(msgs) - 1, Recent: 4})
+		out := Fit(msgs, plan.ContextSettings{Strategy: strategy, TokenBudget: estimate(msgs) - 1, Recent: 4})
 		if err := validSequence(out); err != nil {
 			t.Errorf("%s: %v", strategy, err)
 		}
@@ -281,7 +291,7 @@ func TestInvariants(t *testing.T) {
 			t.Fatalf("generator: %v", err)
 		}
 		for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
-			s := plan.ContextSettings{Strategy: strategy, TokenBudget: 50 + rng.IntN(Estimate(msgs)+50), Recent: rng.IntN(8)}
+			s := plan.ContextSettings{Strategy: strategy, TokenBudget: 50 + rng.IntN(estimate(msgs)+50), Recent: rng.IntN(8)}
 			out := Fit(msgs, s)
 			name := fmt.Sprintf("case %d %s budget %d recent %d", iter, strategy, s.TokenBudget, s.Recent)
 			// Known estimates give the same result and are left as they were.
@@ -316,11 +326,11 @@ func TestInvariants(t *testing.T) {
 			if strategy == AnchoredSummary {
 				must += c.groups[0].tokens + 40 // the first user message and a note
 			}
-			if must <= s.TokenBudget && Estimate(out) > s.TokenBudget {
+			if must <= s.TokenBudget && estimate(out) > s.TokenBudget {
 				for _, m := range out {
 					t.Logf("%d %s %q %d", MessageTokens(m), m.Role, m.Content[:min(len(m.Content), 90)], len(m.ToolCalls))
 				}
-				t.Fatalf("%s: %d tokens over budget %d", name, Estimate(out), s.TokenBudget)
+				t.Fatalf("%s: %d tokens over budget %d", name, estimate(out), s.TokenBudget)
 			}
 		}
 	}
@@ -357,7 +367,7 @@ func TestFlatOverLongRun(t *testing.T) {
 				history = append(history, turn...)
 				appended += len(turn)
 				history = Fit(history, s)
-				if est := Estimate(history); est > s.TokenBudget {
+				if est := estimate(history); est > s.TokenBudget {
 					t.Fatalf("iteration %d: %d tokens over %d", i, est, s.TokenBudget)
 				}
 				maxLen, maxCap = max(maxLen, len(history)), max(maxCap, cap(history))
@@ -418,7 +428,7 @@ func BenchmarkFit(b *testing.B) {
 	}
 	b.Run("estimate_only", func(b *testing.B) {
 		for b.Loop() {
-			Estimate(history)
+			estimate(history)
 		}
 	})
 	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
@@ -440,7 +450,7 @@ func estimates(msgs []provider.Message) []int {
 	return out
 }
 
-// BenchmarkFitRatio interleaves Fit with Estimate of the same history and
+// BenchmarkFitRatio interleaves Fit with estimate of the same history and
 // reports the ratio of their medians ("x-estimate"): what fitting costs
 // beyond reading the conversation once.
 func BenchmarkFitRatio(b *testing.B) {
@@ -456,7 +466,7 @@ func BenchmarkFitRatio(b *testing.B) {
 				t0 := time.Now()
 				Fit(history, s)
 				t1 := time.Now()
-				Estimate(history)
+				estimate(history)
 				fitT = append(fitT, t1.Sub(t0))
 				estT = append(estT, time.Since(t1))
 			}
