@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,11 +26,20 @@ type mcpSession struct {
 	address string // "mcp_server.fs"
 	name    string // "fs"
 	srv     plan.MCPServer
-	session *mcp.ClientSession
-	cmd     *exec.Cmd // stdio servers only
+	session *mcp.ClientSession // set once by connectMCP
+	cmd     *exec.Cmd          // stdio servers only
 	stderr  *tailWriter
 	tools   []*mcp.Tool
 	url     string // the resolved URL of an HTTP server, kept out of messages
+
+	// life is cancelled when close begins: calls still in flight end then,
+	// because the SDK's Close waits for every outstanding call, and a call
+	// without a deadline to a server that never answers would hold it
+	// forever.
+	life      context.Context
+	end       context.CancelFunc
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // scrubbed is an error whose text had the server's URL taken out (it may
@@ -53,6 +63,7 @@ func (s *mcpSession) scrub(err error) error {
 // its tools.
 func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSession, error) {
 	sess := &mcpSession{address: s.Address, name: strings.TrimPrefix(s.Address, "mcp_server."), srv: s}
+	sess.life, sess.end = context.WithCancel(context.Background())
 	timeout := s.Timeout.Std()
 	if timeout <= 0 {
 		timeout = defaultMCPTimeout
@@ -124,21 +135,25 @@ func (s *mcpSession) killGroup() {
 	}
 }
 
-// close ends the session (for stdio: stdin closed, then SIGTERM, then
-// SIGKILL), then kills what is left of the server's process group: npx and
-// similar launchers leave grandchildren behind otherwise.
+// close ends the calls still in flight (each a transport failure), then
+// the session (for stdio: stdin closed, then SIGTERM, then SIGKILL; for
+// HTTP: a DELETE the SDK gives 5s), then kills what is left of the server's
+// process group: npx and similar launchers leave grandchildren behind
+// otherwise. Later calls return the first call's error.
 func (s *mcpSession) close() error {
-	var err error
-	if s.session != nil {
-		err = s.session.Close()
-		s.session = nil
-	}
-	s.killGroup()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		err = nil // a server killed on the way out is the expected end
-	}
-	return err
+	s.closeOnce.Do(func() {
+		s.end()
+		var err error
+		if s.session != nil {
+			err = s.session.Close()
+		}
+		s.killGroup()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) { // a server killed on the way out is the expected end
+			s.closeErr = fmt.Errorf("%s: closing: %w", s.address, s.scrub(err))
+		}
+	})
+	return s.closeErr
 }
 
 func (s *mcpSession) tool(name string) *mcp.Tool {
@@ -213,23 +228,28 @@ func (s *mcpSession) entries() ([]*entry, error) {
 
 // callRun calls one of the server's tools. A tool-level error (isError) is
 // an error failure with the server's message; a JSON-RPC error is error
-// (invalid_arguments for invalid params); a broken connection is transport.
+// (invalid_arguments for invalid params); a broken connection, or a session
+// closed during the call, is transport.
 func (s *mcpSession) callRun(tool string) runFunc {
 	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
-		cs := s.session
-		if cs == nil {
-			return "", false, fail(Transport, "", fmt.Errorf("%s is closed", s.address))
+		if s.life.Err() != nil {
+			return "", false, fail(Transport, "", fmt.Errorf("%s is closed: %w", s.address, mcp.ErrConnectionClosed))
 		}
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(s.life, cancel)()
+		res, err := s.session.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		err = s.scrub(err)
 		if err != nil {
 			var we *jsonrpc.Error
 			switch {
 			case ctx.Err() != nil:
 				return "", false, fail(Timeout, "", err)
+			case s.life.Err() != nil:
+				return "", false, fail(Transport, "", fmt.Errorf("%s was closed during the call: %w", s.address, mcp.ErrConnectionClosed))
 			case errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams:
 				return "", false, fail(InvalidArguments, "", err)
 			case errors.As(err, &we):

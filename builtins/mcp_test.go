@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,10 @@ func TestMain(m *testing.M) {
 		if f := os.Getenv("PIDFILE"); f != "" {
 			os.WriteFile(f, []byte(fmt.Sprintln(os.Getpid())), 0o644)
 		}
-		if err := testMCPServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		// The slow tool says on stderr that it started: the toolbox keeps
+		// the tail of a server's stderr, so a test can wait for it.
+		started := func() { fmt.Fprintln(os.Stderr, slowStarted) }
+		if err := testMCPServer(nil, started).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -44,10 +48,20 @@ func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+const slowStarted = "slow: started"
+
 // testMCPServer is built with the same SDK: tools with each kind of
 // annotation, one that fails, one that never answers, and one whose name
 // collides with a builtin.
-func testMCPServer() *mcp.Server {
+//
+// The one that never answers ("slow") calls started, then waits until its
+// request is cancelled or release is closed. Its cancellation comes from the
+// client's notifications/cancelled, which the SDK sends on its own goroutine
+// and on a best-effort basis: it can arrive before the call it cancels, or
+// not be sent because the client is already closing. Until the handler
+// returns, the SDK server's session Close, and so an HTTP server's DELETE
+// and httptest.Server.Close, wait for it: release is how a test ends it.
+func testMCPServer(release <-chan struct{}, started func()) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "symbi-test", Version: "1"}, nil)
 	yes := true
 	mcp.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -68,8 +82,13 @@ func testMCPServer() *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow"},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
+			started()
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-release:
+				return nil, nil, errors.New("released")
+			}
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "calculator", Description: "shadowed by the builtin"},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -92,12 +111,38 @@ func stdioServer(t testing.TB) plan.MCPServer {
 	}
 }
 
+// httpMCPServer serves testMCPServer over streamable HTTP. Its slow tool is
+// released when a session is deleted (like a server that stops a session's
+// work when the session ends) and at the latest when the test ends, before
+// ts.Close waits for every handler; otherwise a lost cancellation would
+// leave ts.Close waiting forever. started, if not nil, hears of each slow
+// call.
 func httpMCPServer(t testing.TB) plan.MCPServer {
-	srv := testMCPServer()
+	s, _ := httpMCPServerStarted(t)
+	return s
+}
+
+func httpMCPServerStarted(t testing.TB) (plan.MCPServer, <-chan struct{}) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	started := make(chan struct{}, 1)
+	srv := testMCPServer(release, func() {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(h)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			free()
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(ts.Close)
-	return plan.MCPServer{Address: "mcp_server.remote", URL: plan.Lit(ts.URL), Effect: "write", Timeout: plan.Duration(20 * time.Second)}
+	t.Cleanup(free) // cleanups run last-in first-out: this one before ts.Close
+	return plan.MCPServer{Address: "mcp_server.remote", URL: plan.Lit(ts.URL), Effect: "write", Timeout: plan.Duration(20 * time.Second)}, started
 }
 
 func TestMCPServers(t *testing.T) {
@@ -152,6 +197,75 @@ func TestMCPServers(t *testing.T) {
 			// The session survives a cancelled call.
 			if _, err := tb.Call(ctx, approve(t, tb, "note", `{}`)); err != nil {
 				t.Errorf("after a cancelled call: %v", err)
+			}
+		})
+	}
+}
+
+// TestMCPCloseEndsACallInFlight closes the toolbox while a call with no
+// deadline waits on a server that never answers: the SDK's Close waits for
+// outstanding calls, so before close cancelled them it never returned.
+func TestMCPCloseEndsACallInFlight(t *testing.T) {
+	for name, server := range map[string]func(testing.TB) (plan.MCPServer, func(*Toolbox) error){
+		"stdio": func(t testing.TB) (plan.MCPServer, func(*Toolbox) error) {
+			return stdioServer(t), func(tb *Toolbox) error {
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					if strings.Contains(tb.sessions[0].stderr.String(), slowStarted) {
+						return nil
+					}
+				}
+				return errors.New("the slow tool did not start within 10s")
+			}
+		},
+		"streamable_http": func(t testing.TB) (plan.MCPServer, func(*Toolbox) error) {
+			s, started := httpMCPServerStarted(t)
+			return s, func(*Toolbox) error {
+				select {
+				case <-started:
+					return nil
+				case <-time.After(10 * time.Second):
+					return errors.New("the slow tool did not start within 10s")
+				}
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, waitStarted := server(t)
+			s.Timeout = 0 // no call timeout: only Close can end the call
+			tb, err := NewToolbox(context.Background(), nil, []plan.MCPServer{s}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			called := make(chan error, 1)
+			go func() {
+				_, err := tb.Call(context.Background(), approve(t, tb, "slow", `{}`))
+				called <- err
+			}()
+			if err := waitStarted(tb); err != nil {
+				tb.Close()
+				t.Fatal(err)
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- tb.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Close still waiting after 30s")
+			}
+			select {
+			case err := <-called:
+				if f := wantKind(t, err, Transport); !errors.Is(f, mcp.ErrConnectionClosed) {
+					t.Errorf("call in flight: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the call is still running after Close")
+			}
+			_, err = tb.Call(context.Background(), approve(t, tb, "note", `{}`))
+			if f := wantKind(t, err, Transport); !errors.Is(f, mcp.ErrConnectionClosed) {
+				t.Errorf("call after Close: %v", err)
 			}
 		})
 	}
