@@ -84,7 +84,7 @@ type Writer struct {
 	dirty  bool // written since the last sync began
 	err    error
 	closed bool
-	buf    bytes.Buffer
+	buf    bytes.Buffer // the lines not yet written: held ones, then the one being added
 
 	dirs []string // directories whose entries are not yet synced; guarded by mu
 
@@ -202,7 +202,7 @@ func (w *Writer) Path() string { return w.path }
 // RunID returns the run the journal belongs to.
 func (w *Writer) RunID() string { return w.runID }
 
-// Seq returns the seq of the last line written.
+// Seq returns the seq of the last line added, written or held.
 func (w *Writer) Seq() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -237,7 +237,36 @@ func (w *Writer) Append(ev Event) error {
 // Add is Append returning the event as written: with its Seq, Time and
 // RunID, and its data redacted. Reading Seq() after Append would race with
 // other appenders; Add's answer is this line's own, fit to show an observer.
+// Lines held by Hold go out in the same write, before this one.
 func (w *Writer) Add(ev Event) (Event, error) {
+	return w.add(ev, false)
+}
+
+// Hold is Add for a line that may wait for the next one: it is numbered
+// now, kept in memory, and written with the next Add, Flush, Sync or Close,
+// all in a single write. A caller holds the lines of work that touches
+// nothing outside the process (deciding, not acting) and adds or flushes
+// before its next effect on the world, so a process killed in between
+// loses only decisions it had not acted on, and the loop pays one write
+// where it would pay several.
+func (w *Writer) Hold(ev Event) (Event, error) {
+	return w.add(ev, true)
+}
+
+// Flush writes the held lines, if any.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	return w.flushLocked("held lines")
+}
+
+func (w *Writer) add(ev Event, hold bool) (Event, error) {
 	// The writer refuses what the reader would refuse, so it never writes a
 	// journal that cannot be read back.
 	if ev.Type == "" {
@@ -262,27 +291,45 @@ func (w *Writer) Add(ev Event) (Event, error) {
 	if ev.RunID == "" {
 		ev.RunID = w.runID
 	}
-	w.buf.Reset()
+	held := w.buf.Len()
 	if err := encodeLine(&w.buf, &ev); err != nil {
+		w.buf.Truncate(held)
 		return Event{}, fmt.Errorf("journal: encoding %s event: %w", ev.Type, err)
 	}
-	line := w.buf.Bytes()
-	if len(line) > MaxLineBytes {
-		return Event{}, fmt.Errorf("journal: %s event is %d bytes, over the %d-byte line limit", ev.Type, len(line), MaxLineBytes)
-	}
-	if _, err := w.f.Write(line); err != nil {
-		w.err = fmt.Errorf("journal: writing %s: %w", w.path, err)
-		return Event{}, w.err
+	if n := w.buf.Len() - held; n > MaxLineBytes {
+		w.buf.Truncate(held)
+		return Event{}, fmt.Errorf("journal: %s event is %d bytes, over the %d-byte line limit", ev.Type, n, MaxLineBytes)
 	}
 	w.seq = ev.Seq
+	if hold {
+		return ev, nil
+	}
+	if err := w.flushLocked(ev.Type); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// flushLocked writes the buffered lines with one write and syncs as the
+// mode says. w.mu is held.
+func (w *Writer) flushLocked(what string) error {
+	if w.buf.Len() == 0 {
+		return nil
+	}
+	_, err := w.f.Write(w.buf.Bytes())
+	w.buf.Reset()
 	if w.buf.Cap() > 1<<20 {
 		w.buf = bytes.Buffer{} // one huge event must not pin its buffer for the rest of the run
+	}
+	if err != nil {
+		w.err = fmt.Errorf("journal: writing %s to %s: %w", what, w.path, err)
+		return w.err
 	}
 	switch w.mode {
 	case SyncAlways:
 		if err := w.f.Sync(); err != nil {
 			w.err = fmt.Errorf("journal: syncing %s: %w", w.path, err)
-			return Event{}, w.err
+			return w.err
 		}
 	default:
 		if !w.dirty {
@@ -293,7 +340,7 @@ func (w *Writer) Add(ev Event) (Event, error) {
 			}
 		}
 	}
-	return ev, nil
+	return nil
 }
 
 // syncLoop turns a burst of appends into at most one fsync per
@@ -336,13 +383,19 @@ func (w *Writer) syncLoop() {
 	}
 }
 
-// Sync forces everything written so far to stable storage now.
+// Sync writes any held lines and forces everything written so far to
+// stable storage now.
 func (w *Writer) Sync() error {
 	w.syncDirs()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return ErrClosed
+	}
+	if w.err == nil {
+		if err := w.flushLocked("held lines"); err != nil {
+			return err
+		}
 	}
 	w.dirty = false
 	if err := w.f.Sync(); err != nil {
@@ -351,7 +404,8 @@ func (w *Writer) Sync() error {
 	return w.err
 }
 
-// Close stops background syncing, syncs a final time and closes the file.
+// Close writes any held lines, stops background syncing, syncs a final
+// time and closes the file.
 // It returns the first write or sync error the writer met, if any. Calling
 // Close again returns nil.
 func (w *Writer) Close() error {
@@ -359,6 +413,9 @@ func (w *Writer) Close() error {
 	if w.closed {
 		w.mu.Unlock()
 		return nil
+	}
+	if w.err == nil {
+		_ = w.flushLocked("held lines") // its error is w.err, returned below
 	}
 	w.closed = true
 	w.mu.Unlock()
