@@ -100,6 +100,11 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 		a := o.Call.Action()
 		res, err := o.Result, o.Err
 		if err != nil && ctx.Err() == nil {
+			// A recovery acts again (a retry, a fallback, a model's
+			// second try): what was decided so far goes to disk first.
+			if ferr := r.flushJournal(); ferr != nil {
+				return nil, ferr
+			}
 			res, err = r.recover(ctx, o)
 		}
 		data := journal.ToolResultData{CallID: a.CallID, Tool: a.Tool, DurationMS: res.Elapsed.Milliseconds(), Truncated: res.Truncated, Cached: res.Cached}
@@ -117,7 +122,9 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 				obs[i].content = fmt.Sprintf("[fallback %s] %s", res.Tool, res.Content)
 			}
 		}
-		if err := r.mustRecord(journal.ToolResult, data); err != nil {
+		// Every call has ended; the results reach the file with the
+		// iteration's observations, before the next model call.
+		if err := r.hold(journal.ToolResult, data); err != nil {
 			return nil, err
 		}
 	}

@@ -226,9 +226,19 @@ func (r *run) recordApproval(a policy.Action, rec policy.ApprovalRecord, err err
 // has no way to ask one.
 var ErrNoApprover = errors.New("no approver")
 
-// recordGate journals the gate's decisions for one iteration. It must be
-// on disk before anything is dispatched.
+// recordGate journals the gate's decisions for one iteration. It is on
+// disk before anything is dispatched.
 func (r *run) recordGate(gs []gated) error {
+	return r.recordDecisions(gs, false)
+}
+
+// holdGate is recordGate for decisions on tool calls, which are held until
+// the calls are dispatched (see hold).
+func (r *run) holdGate(gs []gated) error {
+	return r.recordDecisions(gs, true)
+}
+
+func (r *run) recordDecisions(gs []gated, hold bool) error {
 	data := journal.PolicyEvaluatedData{Decisions: make([]journal.GateRecord, len(gs))}
 	for i, g := range gs {
 		d := g.decision
@@ -239,6 +249,9 @@ func (r *run) recordGate(gs []gated) error {
 		if !g.ok {
 			data.Denied++
 		}
+	}
+	if hold {
+		return r.hold(journal.PolicyEvaluated, data)
 	}
 	return r.mustRecord(journal.PolicyEvaluated, data)
 }

@@ -137,7 +137,7 @@ func (r *run) gateCalls(ctx context.Context, calls []provider.ToolCall, actions 
 			out[i] = r.gateAction(ctx, r.actionOf(c))
 		}
 	}
-	return out, r.recordGate(out)
+	return out, r.holdGate(out)
 }
 
 // actionOf is the action a tool call proposes: the delegate tool proposes

@@ -40,9 +40,12 @@ type modelCall struct {
 }
 
 // reason makes one model call: route, fit the context, reserve the budget
-// (capping max_output_tokens), stream, reconcile, journal. The turn is on
-// disk before reason returns.
+// (capping max_output_tokens), stream, reconcile, journal. Every line held
+// before is written first; the turn's own line is held (see hold).
 func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error) {
+	if err := r.flushJournal(); err != nil {
+		return provider.Response{}, err
+	}
 	msgs := c.msgs
 	if !c.fitted {
 		msgs = convo.Fit(msgs, r.agent.Context)
@@ -129,7 +132,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		},
 		Message: provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls},
 	}
-	if err := r.mustRecord(journal.ReasoningComplete, data); err != nil {
+	if err := r.hold(journal.ReasoningComplete, data); err != nil {
 		return provider.Response{}, err
 	}
 	if budgetErr != nil {

@@ -435,8 +435,40 @@ func (r *run) complete(answer string) {
 // record appends one journal event and shows it to the observer. Without a
 // journal (candidates) the observer still sees it, with no seq. The data is
 // redacted once, here, for both. Streamed text held back is shown first,
-// so the observer sees the turn before the event that ends it.
+// so the observer sees the turn before the event that ends it. The line,
+// and any held before it, reaches the file before record returns.
 func (r *run) record(typ string, data any) error {
+	return r.journal(typ, data, false)
+}
+
+// hold is mustRecord for the line of a phase that acts on nothing outside
+// the process (the model's turn once it has arrived, the gate's decisions,
+// a tool's result once every call has ended): the line is numbered and
+// shown now and written with the run's next line, which the engine always
+// writes before its next effect on the world (a tool call, an approval
+// request, a recovery, a delegation, the next model call, the end of the
+// run). One write then carries a whole iteration's decisions, and a
+// process killed in between loses only the part of an iteration that
+// resume repeats anyway.
+func (r *run) hold(typ string, data any) error {
+	if err := r.journal(typ, data, true); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// flushJournal writes the held lines, before an effect on the world.
+func (r *run) flushJournal() error {
+	if r.jw == nil {
+		return nil
+	}
+	if err := r.jw.Flush(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+func (r *run) journal(typ string, data any, hold bool) error {
 	r.flushDelta()
 	var raw json.RawMessage
 	if data != nil {
@@ -455,7 +487,11 @@ func (r *run) record(typ string, data any) error {
 	ev := journal.Event{Agent: r.agent.Address, Iteration: r.iter, Type: typ, Data: raw, RunID: r.id}
 	var seq int64
 	if r.jw != nil {
-		written, err := r.jw.Add(ev)
+		add := r.jw.Add
+		if hold {
+			add = r.jw.Hold
+		}
+		written, err := add(ev)
 		if err != nil {
 			return err
 		}
