@@ -96,7 +96,7 @@ func (tb *Toolbox) Recover(ctx context.Context, call policy.Approved, failure er
 			}
 			failure = err
 		case s.CachedResult != nil:
-			c, ok := tb.cache.get(name + " " + canonicalJSON(args))
+			c, ok := tb.cache.get(name, args)
 			age := tb.opts.Now().Sub(c.at)
 			if ok && (s.CachedResult.MaxStaleness <= 0 || age <= s.CachedResult.MaxStaleness.Std()) {
 				event(StrategyCachedResult, 1, failure)

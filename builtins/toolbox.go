@@ -421,7 +421,7 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 		e.breaker.done(probe, succeeded)
 	}
 	r := Result{Content: content, Truncated: truncated, Elapsed: elapsed, Tool: name}
-	tb.cache.put(name+" "+canonicalJSON(args), r, tb.opts.Now())
+	tb.cache.put(name, args, r, tb.opts.Now())
 	return r, nil
 }
 
@@ -465,6 +465,14 @@ func classify(parent, ctx context.Context, name string, timeout time.Duration, e
 // call order, whatever the completion order.
 func (tb *Toolbox) Dispatch(ctx context.Context, calls []policy.Approved, maxConcurrent int, timeout time.Duration) []Outcome {
 	out := make([]Outcome, len(calls))
+	if len(calls) == 1 && ctx.Err() == nil {
+		// One call runs on the caller's goroutine: the timeout is the
+		// context's either way, and the loop's most common round skips a
+		// goroutine and a wake-up.
+		out[0].Call = calls[0]
+		out[0].Result, out[0].Err = tb.callApproved(ctx, calls[0], timeout)
+		return out
+	}
 	if maxConcurrent <= 0 || maxConcurrent > len(calls) {
 		maxConcurrent = len(calls)
 	}
@@ -540,12 +548,15 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// resultCache keeps the last success per tool and canonical arguments, for
-// cached_result. It is bounded: the oldest key goes first.
+// resultCache keeps the last success per tool and arguments, for
+// cached_result. It is bounded: the oldest key goes first. Arguments are
+// kept as they were sent; get matches them as JSON values, so every
+// success stays cheap and only a lookup (after a failure) pays for
+// comparing them.
 type resultCache struct {
 	mu    sync.Mutex
 	max   int
-	items map[string]cachedResult
+	items map[string]cachedResult // by tool name, a space, raw arguments
 	fifo  []string
 }
 
@@ -558,7 +569,8 @@ func newResultCache(max int) *resultCache {
 	return &resultCache{max: max, items: map[string]cachedResult{}}
 }
 
-func (c *resultCache) put(key string, r Result, at time.Time) {
+func (c *resultCache) put(name string, args json.RawMessage, r Result, at time.Time) {
+	key := name + " " + string(args)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.items[key]; !ok {
@@ -571,9 +583,22 @@ func (c *resultCache) put(key string, r Result, at time.Time) {
 	c.items[key] = cachedResult{result: r, at: at}
 }
 
-func (c *resultCache) get(key string) (cachedResult, bool) {
+// get returns the latest success of the tool for arguments equal, as JSON,
+// to args, however they were written.
+func (c *resultCache) get(name string, args json.RawMessage) (cachedResult, bool) {
+	want := canonicalJSON(args)
+	prefix := name + " "
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.items[key]
-	return r, ok
+	var best cachedResult
+	found := false
+	for k, r := range c.items {
+		if !strings.HasPrefix(k, prefix) || found && !r.at.After(best.at) {
+			continue
+		}
+		if canonicalJSON(json.RawMessage(k[len(prefix):])) == want {
+			best, found = r, true
+		}
+	}
+	return best, found
 }
