@@ -34,18 +34,49 @@ func (c *compiler) functions() map[string]function.Function {
 
 // callsEnv reports whether an expression calls env() anywhere inside it.
 func callsEnv(expr hcl.Expression) bool {
-	se, ok := expr.(hclsyntax.Expression)
-	if !ok {
+	// The kinds configurations are made of are walked directly: the
+	// generic walk allocates per node, and every attribute of every block
+	// is checked.
+	switch e := expr.(type) {
+	case *hclsyntax.LiteralValueExpr, *hclsyntax.ScopeTraversalExpr:
 		return false
-	}
-	found := false
-	hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
-		if fc, ok := n.(*hclsyntax.FunctionCallExpr); ok && fc.Name == "env" {
-			found = true
+	case *hclsyntax.TemplateExpr:
+		return anyCallsEnv(e.Parts)
+	case *hclsyntax.TemplateWrapExpr:
+		return callsEnv(e.Wrapped)
+	case *hclsyntax.TupleConsExpr:
+		return anyCallsEnv(e.Exprs)
+	case *hclsyntax.ObjectConsExpr:
+		for _, it := range e.Items {
+			if callsEnv(it.KeyExpr) || callsEnv(it.ValueExpr) {
+				return true
+			}
 		}
-		return nil
-	})
-	return found
+		return false
+	case *hclsyntax.ObjectConsKeyExpr:
+		return callsEnv(e.Wrapped)
+	case *hclsyntax.FunctionCallExpr:
+		return e.Name == "env" || anyCallsEnv(e.Args)
+	case hclsyntax.Expression:
+		found := false
+		hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+			if fc, ok := n.(*hclsyntax.FunctionCallExpr); ok && fc.Name == "env" {
+				found = true
+			}
+			return nil
+		})
+		return found
+	}
+	return false
+}
+
+func anyCallsEnv(exprs []hclsyntax.Expression) bool {
+	for _, x := range exprs {
+		if callsEnv(x) {
+			return true
+		}
+	}
+	return false
 }
 
 // source returns an expression's text as written.

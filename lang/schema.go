@@ -11,9 +11,21 @@ type Schema struct {
 	Blocks map[string]*Schema // nested block types
 	Multi  map[string]bool    // nested types that may repeat
 	Open   bool               // any attributes, no blocks (locals, vary)
+
+	bodySchema *hcl.BodySchema // body's answer, built on first use
 }
 
+// body is the schema in hcl's terms. It is built once per Schema: a
+// configuration decodes thousands of blocks against the same few schemas.
+// A Schema is used by one Parse at a time (TopLevel returns new ones).
 func (s *Schema) body() *hcl.BodySchema {
+	if s.bodySchema == nil {
+		s.bodySchema = s.buildBody()
+	}
+	return s.bodySchema
+}
+
+func (s *Schema) buildBody() *hcl.BodySchema {
 	bs := &hcl.BodySchema{}
 	for _, a := range s.Attrs {
 		bs.Attributes = append(bs.Attributes, hcl.AttributeSchema{Name: a})
