@@ -23,7 +23,7 @@ const benchLatency = 50 * time.Millisecond
 //
 //	go test ./interp/engine/ -run '^$' -bench BestOfN -benchtime 20x
 func BenchmarkBestOfN(b *testing.B) {
-	srv := fakeserver.New(b, fakeserver.WithLatency(benchLatency), fakeserver.WithHandler(func(int, fakeserver.Request) fakeserver.Reply {
+	srv := fakeserver.New(b, fakeserver.WithLatency(benchLatency), fakeserver.WithoutHistory(), fakeserver.WithHandler(func(int, fakeserver.Request) fakeserver.Reply {
 		return fakeserver.Text("42")
 	}))
 	p, dir := fixture{"main.hcl": fmt.Sprintf(`

@@ -33,9 +33,11 @@ type Server struct {
 	handler func(n int, req Request) Reply
 	closing chan struct{}
 
-	mu       sync.Mutex
-	queue    []Reply
-	requests []Request
+	mu        sync.Mutex
+	queue     []Reply
+	requests  []Request
+	count     int  // requests received
+	noHistory bool // keep no requests (WithoutHistory)
 }
 
 // Option configures a Server.
@@ -59,6 +61,12 @@ func WithHandler(h func(n int, req Request) Reply) Option {
 // wait concurrently, so N parallel requests take one latency, not N.
 func WithLatency(d time.Duration) Option {
 	return func(s *Server) { s.latency = d }
+}
+
+// WithoutHistory keeps no record of the requests (Requests returns none),
+// so a long benchmark's heap holds only what the code it measures holds.
+func WithoutHistory() Option {
+	return func(s *Server) { s.noHistory = true }
 }
 
 // New starts a server on a loopback port; tb.Cleanup closes it, ending any
@@ -117,8 +125,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	decodeErr := json.Unmarshal(body, &req.Chat)
 
 	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, req)
+	n := s.count
+	s.count++
+	if !s.noHistory {
+		s.requests = append(s.requests, req)
+	}
 	var reply Reply
 	// A request that does not decode answers 400 and leaves the queue
 	// alone, so later requests still get the replies meant for them.
