@@ -69,6 +69,9 @@ var (
 	ErrNotConfigured    = errors.New("not configured")
 	ErrDeadLettered     = errors.New("recorded in the dead-letter file")
 	ErrEscalationDenied = errors.New("a person rejected the escalation")
+	// ErrEscalationTimeout is the cause (context.Cause) of the context an
+	// escalation's question is asked under when its timeout ends it.
+	ErrEscalationTimeout = errors.New("nobody answered the escalation in time")
 )
 
 // ExitError is a command tool that exited non-zero: its code and the tail of

@@ -257,7 +257,9 @@ func (tb *Toolbox) escalate(ctx context.Context, call policy.Approved, failure e
 	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if s.Timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, s.Timeout.Std())
+		// The cause tells the asker that the question's own timeout ended
+		// it (nobody answered: a deny), not the run's deadline.
+		actx, cancel = context.WithTimeoutCause(ctx, s.Timeout.Std(), ErrEscalationTimeout)
 	}
 	approved, err := ask(actx, s.Queue, s.Timeout.Std(), failure)
 	cancel()

@@ -189,6 +189,11 @@ func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeo
 		return false, ErrNoApprover
 	}
 	rec, err := r.e.opts.Approver.Approve(ctx, policy.Request{RunID: r.id, Agent: r.name, Action: a, Reason: reason, Timeout: timeout})
+	if err != nil && errors.Is(context.Cause(ctx), builtins.ErrEscalationTimeout) {
+		// The question's deadline and the approver's own timeout are the
+		// same instant; whichever fired, nobody answered in time.
+		rec, err = policy.ApprovalRecord{By: "timeout", Via: "timeout", At: r.e.opts.Now(), Reason: fmt.Sprintf("nobody answered within %s (a timeout is a deny)", timeout)}, nil
+	}
 	d := r.recordApproval(a, rec, err)
 	if err != nil {
 		return false, err
