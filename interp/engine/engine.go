@@ -132,11 +132,12 @@ type Engine struct {
 	plan *plan.Plan
 	opts Options
 
-	mu        sync.Mutex // guards models and gates
+	mu        sync.Mutex // guards models, gates, policies and routes
 	models    map[string]provider.Model
 	gates     map[string]policy.Gate
 	policies  *policy.Loader // prepares gates; built on first use
-	toolMu    sync.Mutex     // separate: building a toolbox may resolve secrets
+	routes    map[string]*route
+	toolMu    sync.Mutex // separate: building a toolbox may resolve secrets
 	toolboxes map[string]*agentTools
 	// secrets takes every secret the engine resolves out of everything
 	// it writes and shows.

@@ -175,11 +175,11 @@ func (r *run) pickModel(ctx context.Context, c modelCall, est, maxOut int64) (pr
 		if c.json {
 			req.Capabilities = append(req.Capabilities, "json")
 		}
-		cands, err := routing.CandidatesFromPlan(r.e.plan, *rt)
+		rr, err := r.e.route(rt)
 		if err != nil {
 			return nil, nil, err
 		}
-		d, err := routing.Select(req, cands, routing.RouterFromPlan(*rt))
+		d, err := routing.Select(req, rr.candidates, rr.router)
 		data := journal.ModelRoutedData{Router: rt.Address, Strategy: rt.Strategy, EstimatedTokens: est}
 		rejected := d.Rejected
 		var nm *routing.NoModelError
@@ -207,6 +207,32 @@ func (r *run) pickModel(ctx context.Context, c modelCall, est, maxOut int64) (pr
 	}
 	m, err := r.e.model(spec)
 	return m, spec, err
+}
+
+// route is a router block in the routing package's terms.
+type route struct {
+	candidates []routing.Candidate
+	router     routing.Router
+}
+
+// route builds (once per engine) a router's candidates and settings; they
+// depend only on the plan, and routing.Select does not change them.
+func (e *Engine) route(rt *plan.Router) (*route, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rr, ok := e.routes[rt.Address]; ok {
+		return rr, nil
+	}
+	cands, err := routing.CandidatesFromPlan(e.plan, *rt)
+	if err != nil {
+		return nil, err
+	}
+	rr := &route{candidates: cands, router: routing.RouterFromPlan(*rt)}
+	if e.routes == nil {
+		e.routes = map[string]*route{}
+	}
+	e.routes[rt.Address] = rr
+	return rr, nil
 }
 
 // model builds (once) the provider of a model block.

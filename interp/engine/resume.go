@@ -32,6 +32,11 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.resume(ctx, runID, events)
+}
+
+// resume is Resume from the journal's events, already read.
+func (e *Engine) resume(ctx context.Context, runID string, events []journal.Event) (*Result, error) {
 	st, err := startOf(events)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
@@ -155,11 +160,11 @@ func ResumeRun(ctx context.Context, stateDir, runID string, opts Options) (*Resu
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
+	events, err := journal.ReadFile(journal.Path(stateDir, runID))
+	if err != nil {
+		return nil, err
+	}
 	if opts.BaseDir == "" {
-		events, err := journal.ReadFile(journal.Path(stateDir, runID))
-		if err != nil {
-			return nil, err
-		}
 		st, err := startOf(events)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", runID, err)
@@ -174,7 +179,7 @@ func ResumeRun(ctx context.Context, stateDir, runID string, opts Options) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.Resume(ctx, runID)
+	res, err := e.resume(ctx, runID, events)
 	// Close waits for the journal's final fsync; its error is the caller's
 	// to see, as for Run.
 	if cerr := e.Close(); cerr != nil && err == nil {
