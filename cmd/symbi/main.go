@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes shared by every command (see docs/cli.md).
@@ -48,6 +50,11 @@ one configuration. It defaults to the current directory.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+	usage := root.UsageTemplate()
+	usage = strings.ReplaceAll(usage, "{{.LocalFlags.FlagUsages", "{{flagUsages .LocalFlags")
+	usage = strings.ReplaceAll(usage, "{{.InheritedFlags.FlagUsages", "{{flagUsages .InheritedFlags")
+	root.SetUsageTemplate(usage)
 	root.AddCommand(
 		newValidateCmd(),
 		newPlanCmd(),
@@ -62,6 +69,16 @@ one configuration. It defaults to the current directory.`,
 		newVersionCmd(),
 	)
 	return root
+}
+
+// boolSuffix is what pflag v1.1.0 appends to every boolean flag in help
+// ("--json[=true|false]"), though such flags are used bare.
+const boolSuffix = "[=true|false]"
+
+// flagUsages is pflag's flag table without boolSuffix, blanked rather than
+// cut so the descriptions stay in one column.
+func flagUsages(fs *pflag.FlagSet) string {
+	return strings.ReplaceAll(fs.FlagUsages(), boolSuffix, strings.Repeat(" ", len(boolSuffix)))
 }
 
 func main() { os.Exit(run(context.Background(), os.Args[1:])) }
