@@ -138,6 +138,9 @@ func (l *Loader) cedar(address string, pol plan.CedarPolicy) (*Cedar, error) {
 			errs = append(errs, schemaError(address, s.path, s.err))
 		} else {
 			c.schema = s
+			if s.actions != nil {
+				errs = append(errs, &LoadError{Policy: address, File: s.path, Err: s.actions})
+			}
 			for _, loc := range all {
 				if err := s.validator.Policy(string(loc.id), (*xast.Policy)(loc.policy.AST())); err != nil {
 					errs = append(errs, &LoadError{Policy: address, File: loc.file, Line: loc.policy.Position().Line, Err: fmt.Errorf("cedar: does not validate against %s: %v", s.path, err)})
@@ -220,6 +223,7 @@ type cedarSchema struct {
 	resolved  *resolved.Schema
 	validator *validate.Validator
 	planErrs  map[types.EntityUID]error // plan entities that do not validate
+	actions   error                     // an action symbi sends is missing or does not apply
 }
 
 // newCedarSchema parses a schema in the human-readable form or, for a .json
@@ -245,6 +249,7 @@ func newCedarSchema(ref plan.FileRef, baseDir string, planEntities types.EntityM
 		s.err = fmt.Errorf("cedar schema: %w", err)
 		return s
 	}
+	s.actions = s.checkActions()
 	s.validator = validate.New(s.resolved, validate.WithStrict())
 	s.planErrs = map[types.EntityUID]error{}
 	for uid, e := range planEntities {
@@ -253,6 +258,74 @@ func newCedarSchema(ref plan.FileRef, baseDir string, planEntities types.EntityM
 		}
 	}
 	return s
+}
+
+// cedarActions are the actions symbi sends, each with its resource type
+// (the principal is always a Symbi::Agent) and the arguments its hint
+// declares.
+var cedarActions = []struct {
+	name      string
+	resource  types.EntityType
+	arguments string
+}{
+	{"call_tool", cedarToolType, ""},
+	{"delegate", cedarAgentType, "target?: String, task?: String"},
+	{"respond", cedarAgentType, "content?: String"},
+	{"terminate", cedarAgentType, "reason?: String"},
+}
+
+// checkActions requires the schema to declare every action symbi sends, for
+// a Symbi::Agent principal and the resource type symbi uses. Each request
+// is validated against the schema and one that does not validate is
+// denied, so a schema without respond would deny every final answer at run
+// time. All four are required whatever the agents can do: one rule, told
+// when the schema is written rather than when an agent first delegates.
+// The error shows the declarations to add, in the schema's own syntax.
+func (s *cedarSchema) checkActions() error {
+	var problems []string
+	var fixes strings.Builder
+	respondFails := false
+	isJSON := path.Ext(s.path) == ".json"
+	for _, a := range cedarActions {
+		uid := types.NewEntityUID(cedarActionType, types.String(a.name))
+		def, ok := s.resolved.Actions[uid]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s is not declared", uid))
+		case def.AppliesTo == nil || !slices.Contains(def.AppliesTo.Principals, cedarAgentType):
+			problems = append(problems, fmt.Sprintf("%s does not apply to principal %s", uid, cedarAgentType))
+		case !slices.Contains(def.AppliesTo.Resources, a.resource):
+			problems = append(problems, fmt.Sprintf("%s does not apply to resource %s", uid, a.resource))
+		default:
+			continue
+		}
+		respondFails = respondFails || a.name == "respond"
+		resource := strings.TrimPrefix(string(a.resource), "Symbi::")
+		switch {
+		case isJSON:
+			fmt.Fprintf(&fixes, "\n  %q: {\"appliesTo\": {\"principalTypes\": [\"Agent\"], \"resourceTypes\": [%q]}}", a.name, resource)
+		case a.arguments == "":
+			fmt.Fprintf(&fixes, "\n  action %s appliesTo { principal: Agent, resource: %s, context: { effect: String } };", a.name, resource)
+		default:
+			fmt.Fprintf(&fixes, "\n  action %s appliesTo { principal: Agent, resource: %s, context: { arguments: { %s } } };", a.name, resource, a.arguments)
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	answers := ""
+	if respondFails {
+		answers = " (without respond, every final answer)"
+	}
+	where := "namespace Symbi"
+	if isJSON {
+		where = `the "actions" of namespace "Symbi"`
+	}
+	return fmt.Errorf("cedar schema: %s; symbi validates every request against the schema and denies one that does not validate, "+
+		"so these actions would be denied at run time%s. Declare them in %s:%s\n"+
+		"The schema must declare all four actions symbi sends (call_tool, delegate, respond, terminate), each for principal Agent "+
+		"and the resource symbi uses (Tool for call_tool, Agent for the others)",
+		strings.Join(problems, "; "), answers, where, fixes.String())
 }
 
 // check validates a request, and the entity a request adds, against the

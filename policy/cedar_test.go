@@ -210,9 +210,110 @@ func TestCedarSchemaErrors(t *testing.T) {
 	}
 }
 
+// TestCedarSchemaMustDeclareEveryAction: a schema that leaves out an action
+// symbi sends, or declares it for other types, would deny that action at
+// run time; loading says so, on the schema, and the declaration it shows
+// fixes it.
+func TestCedarSchemaMustDeclareEveryAction(t *testing.T) {
+	const head = "namespace Symbi {\n  entity Team;\n  entity Agent in [Team];\n  entity Tool { effect: String, tags: Set<String>, idempotent?: Bool };\n"
+	complete := map[string]string{
+		"call_tool": "  action call_tool appliesTo { principal: Agent, resource: Tool };\n",
+		"delegate":  "  action delegate appliesTo { principal: Agent, resource: Agent };\n",
+		"respond":   "  action respond appliesTo { principal: Agent, resource: Agent };\n",
+		"terminate": "  action terminate appliesTo { principal: Agent, resource: Agent };\n",
+	}
+	schemaWith := func(action, decl string) string {
+		text := head
+		for _, name := range []string{"call_tool", "delegate", "respond", "terminate"} {
+			if name == action {
+				text += decl
+			} else {
+				text += complete[name]
+			}
+		}
+		return text + "}\n"
+	}
+	for _, tc := range []struct {
+		name, action, decl, want string
+	}{
+		{"no call_tool", "call_tool", "", `Symbi::Action::"call_tool" is not declared`},
+		{"no delegate", "delegate", "", `Symbi::Action::"delegate" is not declared`},
+		{"no respond", "respond", "", `Symbi::Action::"respond" is not declared; symbi validates every request against the schema and denies one that does not validate, so these actions would be denied at run time (without respond, every final answer).`},
+		{"no terminate", "terminate", "", `Symbi::Action::"terminate" is not declared`},
+		{"call_tool for another principal", "call_tool", "  action call_tool appliesTo { principal: Team, resource: Tool };\n",
+			`Symbi::Action::"call_tool" does not apply to principal Symbi::Agent`},
+		{"delegate to a tool", "delegate", "  action delegate appliesTo { principal: Agent, resource: Tool };\n",
+			`Symbi::Action::"delegate" does not apply to resource Symbi::Agent`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+			s := file("policies/symbi.cedarschema", schemaWith(tc.action, tc.decl))
+			p.Policies[0].Cedar.Schema = &s
+			_, err := FromPlan(context.Background(), p, "policy.access", t.TempDir())
+			les, _ := err.(LoadErrors)
+			if len(les) != 1 || les[0].File != "policies/symbi.cedarschema" || !strings.Contains(les[0].Error(), tc.want) ||
+				!strings.Contains(les[0].Error(), "must declare all four actions symbi sends (call_tool, delegate, respond, terminate)") {
+				t.Fatalf("got %v\nwant one error on the schema containing %q", err, tc.want)
+			}
+			if n := strings.Count(les[0].Error(), "appliesTo"); n != 1 {
+				t.Errorf("the error shows %d declarations, want only %s's:\n%v", n, tc.action, err)
+			}
+			// The declaration the error shows, put in the schema, fixes it.
+			fix := ""
+			for _, line := range strings.Split(les[0].Error(), "\n") {
+				if strings.HasPrefix(line, "  action "+tc.action+" appliesTo") {
+					fix = line + "\n"
+				}
+			}
+			if fix == "" {
+				t.Fatalf("no declaration of %s in %v", tc.action, err)
+			}
+			fixed := file("policies/symbi.cedarschema", schemaWith(tc.action, fix))
+			p.Policies[0].Cedar.Schema = &fixed
+			g := mustGate(t, p, "policy.access")
+			for _, a := range []Action{toolCall("shell", `{"cmd":"ls"}`), {Type: Delegate, Target: "critic", Task: "check"}, {Type: Respond, Content: "42"}, {Type: Terminate, Reason: "done"}} {
+				if d := g.Decide(context.Background(), input(p, a)); d.Outcome != Allow {
+					t.Errorf("with %q, %s: got %s %q", strings.TrimSpace(fix), a.Type, d.Outcome, d.Reason)
+				}
+			}
+		})
+	}
+}
+
+func TestCedarJSONSchemaMustDeclareEveryAction(t *testing.T) {
+	const schema = `{"Symbi": {
+  "entityTypes": {
+    "Team": {}, "Agent": {"memberOfTypes": ["Team"]},
+    "Tool": {"shape": {"type": "Record", "attributes": {
+      "effect": {"type": "String"}, "tags": {"type": "Set", "element": {"type": "String"}},
+      "idempotent": {"type": "Boolean", "required": false}}}}
+  },
+  "actions": {
+    "call_tool": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Tool"]}},
+    "delegate": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Agent"]}}%s
+  }
+}}`
+	p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+	s := file("policies/symbi.cedarschema.json", strings.Replace(schema, "%s", "", 1))
+	p.Policies[0].Cedar.Schema = &s
+	_, err := FromPlan(context.Background(), p, "policy.access", t.TempDir())
+	les, _ := err.(LoadErrors)
+	const respond = `"respond": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Agent"]}}`
+	const terminate = `"terminate": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Agent"]}}`
+	if len(les) != 1 || les[0].File != "policies/symbi.cedarschema.json" || !strings.Contains(les[0].Error(), `Declare them in the "actions" of namespace "Symbi":`) ||
+		!strings.Contains(les[0].Error(), "\n  "+respond+"\n  "+terminate+"\n") {
+		t.Fatalf("got %v", err)
+	}
+	fixed := file("policies/symbi.cedarschema.json", strings.Replace(schema, "%s", ",\n"+respond+",\n"+terminate, 1))
+	p.Policies[0].Cedar.Schema = &fixed
+	if d := mustGate(t, p, "policy.access").Decide(context.Background(), input(p, Action{Type: Respond, Content: "42"})); d.Outcome != Allow {
+		t.Errorf("with the declarations the error shows: got %s %q", d.Outcome, d.Reason)
+	}
+}
+
 func TestCedarRequestValidation(t *testing.T) {
-	// respond and terminate are left out of this schema; call_tool requires
-	// cmd, a Long limit and a set of String labels.
+	// call_tool requires cmd, a Long limit and a set of String labels;
+	// respond declares no context at all.
 	const schema = `namespace Symbi {
   entity Team;
   entity Agent in [Team];
@@ -221,6 +322,7 @@ func TestCedarRequestValidation(t *testing.T) {
     principal: Agent, resource: Tool,
     context: { arguments: { cmd: String, limit?: Long, labels?: Set<String> }, effect: String },
   };
+  action delegate, respond, terminate appliesTo { principal: Agent, resource: Agent };
 }
 `
 	p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
@@ -244,8 +346,7 @@ func TestCedarRequestValidation(t *testing.T) {
 			denied + `for Symbi::Action::"call_tool", context.arguments.labels[] is a Long where the schema wants String`},
 		{"required argument missing", input(p, toolCall("shell", `{}`)), Deny,
 			denied + `for Symbi::Action::"call_tool", context.arguments.cmd is required by the schema and missing`},
-		{"action not in the schema", input(p, Action{Type: Respond, Content: "42"}), Deny,
-			denied + "action `Symbi::Action::\"respond\"` does not exist in the supplied schema"},
+		{"context the schema does not declare is left out", input(p, Action{Type: Respond, Content: "42"}), Allow, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := g.Decide(context.Background(), tc.in)
@@ -293,7 +394,8 @@ func TestCedarPlanEntityFailsSchema(t *testing.T) {
 	// tags is not declared: every generated tool fails, in UID order, and
 	// the error says where the entity came from.
 	p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
-	s := file("policies/symbi.cedarschema", "namespace Symbi {\n  entity Team;\n  entity Agent in [Team];\n  entity Tool { effect: String, idempotent?: Bool };\n}\n")
+	s := file("policies/symbi.cedarschema", "namespace Symbi {\n  entity Team;\n  entity Agent in [Team];\n  entity Tool { effect: String, idempotent?: Bool };\n"+
+		"  action call_tool appliesTo { principal: Agent, resource: Tool };\n  action delegate, respond, terminate appliesTo { principal: Agent, resource: Agent };\n}\n")
 	p.Policies[0].Cedar.Schema = &s
 	_, err := FromPlan(context.Background(), p, "policy.access", t.TempDir())
 	les, _ := err.(LoadErrors)
