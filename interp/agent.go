@@ -95,7 +95,10 @@ func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
 	}
 	lb := b.One("loop")
 	profile := c.enum(lb, "profile", "", profiles...)
-	def := profileLoop(profile, len(a.Tools) > 0 || len(a.Delegates) > 0)
+	allowTerminate := c.boolean(lb, "allow_terminate", false)
+	// The terminate tool is a tool: an agent offered only it still runs
+	// the react loop by default, where tools are offered.
+	def := profileLoop(profile, len(a.Tools) > 0 || len(a.Delegates) > 0 || allowTerminate)
 	a.Loop = plan.Loop{
 		Mode:               c.enum(lb, "mode", def.Mode, modes...),
 		Profile:            profile,
@@ -106,6 +109,7 @@ func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
 		Recovery:           c.ref(lb, "recovery", "recovery"),
 		OnNoPolicy:         c.enum(lb, "on_no_policy", def.OnNoPolicy, "deny", "allow"),
 		MaxDelegationDepth: c.intv(lb, "max_delegation_depth", def.MaxDelegationDepth),
+		AllowTerminate:     allowTerminate,
 	}
 	if lb != nil && lb.Attrs["temperature"] != nil {
 		t := c.number(lb, "temperature", 0)

@@ -90,6 +90,7 @@ func (c *compiler) checkAgents() {
 					"%q is not \"auto\", \"required\", \"none\" or one of this agent's tools (%s).%s", tc, strings.Join(eff, ", "), suggest(tc, append(eff, "auto", "required", "none")))
 			}
 		}
+		c.checkTerminate(a, eff)
 		if a.Reflect != nil && a.Reflect.Evaluator != "" && a.Loop.Mode != "reflect_and_retry" {
 			c.warnf(c.block(a.Address).DefRange.Ptr(), "Reflect block unused", "%s has a reflect block, but its mode is %s; the block takes effect in mode reflect_and_retry.", a.Address, a.Loop.Mode)
 		}
@@ -99,6 +100,34 @@ func (c *compiler) checkAgents() {
 		} else if len(a.Policies) > 0 && a.Loop.OnNoPolicy == "deny" {
 			c.warnNeverAllowed(a, eff)
 		}
+	}
+}
+
+// TerminateTool is the name of the tool an agent with allow_terminate gets
+// (the engine offers it; the compiler keeps the name free).
+const TerminateTool = "terminate"
+
+// checkTerminate refuses a configured tool named terminate beside
+// allow_terminate: the model, the journal and a rules pattern could not
+// tell the tool from the action. It warns when the loop never offers the
+// terminate tool.
+func (c *compiler) checkTerminate(a *plan.Agent, tools []string) {
+	if !a.Loop.AllowTerminate {
+		return
+	}
+	for _, n := range tools {
+		if n == TerminateTool {
+			c.errorf(c.attrRange(a.Address, "tools"), "Tool name clashes with terminate",
+				"%s sets allow_terminate, which gives its model a tool named %q, and it also lists tool.%s. Rename the tool or remove allow_terminate.", a.Address, TerminateTool, TerminateTool)
+		}
+	}
+	switch {
+	case a.Loop.Mode == "simple":
+		c.warnf(c.loopAttr(a.Address, "allow_terminate"), "allow_terminate unused",
+			"%s runs in mode simple, which offers the model no tools, so the terminate tool is never offered.", a.Address)
+	case a.Loop.ToolChoice == "none":
+		c.warnf(c.loopAttr(a.Address, "allow_terminate"), "allow_terminate unused",
+			"%s sets tool_choice = \"none\", which offers the model no tools, so the terminate tool is never offered.", a.Address)
 	}
 }
 
@@ -168,7 +197,7 @@ func (c *compiler) checkCapabilities() {
 		}
 	}
 	for _, a := range c.p.Agents {
-		if len(a.Tools) == 0 && len(a.Delegates) == 0 {
+		if len(a.Tools) == 0 && len(a.Delegates) == 0 && !a.Loop.AllowTerminate {
 			continue
 		}
 		models := c.reachableModels(a.Model)
@@ -180,7 +209,7 @@ func (c *compiler) checkCapabilities() {
 		}
 		if !capable && len(models) > 0 {
 			c.errorf(c.attrRange(a.Address, "model"), "Model cannot call tools",
-				"%s has tools or delegates, but %s lists no \"tools\" capability, so it could never call them. Add \"tools\" to the model's capabilities or remove the tools.", a.Address, a.Model)
+				"%s has tools, delegates or allow_terminate, but %s lists no \"tools\" capability, so it could never call them. Add \"tools\" to the model's capabilities or remove the tools.", a.Address, a.Model)
 		}
 	}
 }

@@ -93,7 +93,7 @@ func TopLevel() map[string]*Schema {
 			Attrs: []string{"description", "model", "system", "tools", "tool_profile", "policies", "budget", "delegates"},
 			Blocks: map[string]*Schema{
 				"loop": {Attrs: []string{"mode", "profile", "tool_timeout", "max_concurrent_tools", "temperature",
-					"max_output_tokens", "tool_choice", "recovery", "on_no_policy", "max_delegation_depth"}},
+					"max_output_tokens", "tool_choice", "recovery", "on_no_policy", "max_delegation_depth", "allow_terminate"}},
 				"context": {Attrs: []string{"strategy", "token_budget", "recent"}},
 				"reflect": {Attrs: []string{"evaluator", "max_attempts", "pass_score", "revise_score", "retry_score"},
 					Blocks: map[string]*Schema{"rubric": {Multi: map[string]bool{"criterion": true},

@@ -346,6 +346,9 @@ type Loop struct {
 	Recovery           string   `json:"recovery,omitempty"`
 	OnNoPolicy         string   `json:"on_no_policy"` // deny | allow
 	MaxDelegationDepth int      `json:"max_delegation_depth"`
+	// AllowTerminate offers the model a terminate tool: it may end the run
+	// without an answer, giving a reason, when its policies allow it.
+	AllowTerminate bool `json:"allow_terminate,omitempty"`
 }
 
 // ContextSettings fit the conversation to a token budget before every model call.
