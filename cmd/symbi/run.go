@@ -190,7 +190,7 @@ func terminationExit(t engine.Termination) error {
 	switch t.Reason {
 	case engine.Completed:
 		return nil
-	case engine.MaxIterations, engine.BudgetExceeded, engine.TimedOut, engine.PolicyDenial:
+	case engine.MaxIterations, engine.BudgetExceeded, engine.TimedOut, engine.PolicyDenial, engine.AgentTerminated:
 		return exitWith(exitStopped, "")
 	case engine.Cancelled:
 		return exitWith(exitCancelled, "")

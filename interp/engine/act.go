@@ -31,7 +31,9 @@ type observation struct {
 // act runs the approved actions of one iteration and returns one
 // observation per action, in the order the model proposed them. Tool calls
 // run concurrently (max_concurrent_tools, tool_timeout); delegations run
-// one after another, each a full sub-run. An error here stops the run (a
+// after them, one after another, each a full sub-run. An approved terminate
+// does nothing here: its observation says the run ends, and step ends it
+// once the turn's other actions have run. An error here stops the run (a
 // budget limit, cancellation, a journal that cannot be written); tool
 // failures are observations.
 func (r *run) act(ctx context.Context, gs []gated) ([]observation, error) {
@@ -47,9 +49,12 @@ func (r *run) act(ctx context.Context, gs []gated) ([]observation, error) {
 			}
 			continue
 		}
-		if g.approved.Action().Type == policy.ToolCall {
+		switch a := g.approved.Action(); a.Type {
+		case policy.ToolCall:
 			calls = append(calls, g.approved)
 			callIdx = append(callIdx, i)
+		case policy.Terminate:
+			obs[i].content, obs[i].kind = terminateNote(a.Reason), obsResult
 		}
 	}
 	if len(calls) > 0 {
@@ -148,8 +153,11 @@ func failureText(err error) string {
 }
 
 func actionName(a policy.Action) string {
-	if a.Type == policy.Delegate {
+	switch a.Type {
+	case policy.Delegate:
 		return DelegateTool
+	case policy.Terminate:
+		return TerminateTool
 	}
 	return a.Tool
 }

@@ -30,8 +30,8 @@
 // reflect_and_retry (reflect*.go) and plan_execute (planexec*.go);
 // Engine.RunBestOfN (bestofn*.go) runs a best_of_n block. A mode
 // function returns nil after setting r.answer (via r.complete), or an error
-// that r.terminate classifies (budget.Exceeded, context errors, *DenialError,
-// anything else is "error").
+// that r.classify classifies (budget.Exceeded, context errors, *DenialError,
+// *TerminatedError from the terminate tool, anything else is "error").
 //
 // The run primitives a mode builds on (all in run.go / act.go):
 //

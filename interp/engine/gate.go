@@ -64,7 +64,8 @@ func (g gated) refuse(reason string) gated {
 
 // precheck refuses what no policy should even see: an unknown tool, a call
 // the side-effect mode forbids, arguments that do not fit the schema, a
-// delegation past the depth limit or into a cycle.
+// delegation past the depth limit or into a cycle, a terminate without a
+// reason.
 func (r *run) precheck(a policy.Action) (note, kind string, ok bool) {
 	switch a.Type {
 	case policy.ToolCall:
@@ -106,6 +107,10 @@ func (r *run) precheck(a policy.Action) (note, kind string, ok bool) {
 		if target == r.agent.Address || containsString(r.ro.Ancestors, target) {
 			chain := append(append([]string{}, r.ro.Ancestors...), r.agent.Address, target)
 			return fmt.Sprintf("[delegation refused] cycle: %s", strings.Join(trimAll(chain, "agent."), " -> ")), obsDenied, false
+		}
+	case policy.Terminate:
+		if strings.TrimSpace(a.Reason) == "" {
+			return fmt.Sprintf("[invalid arguments] %s: reason must be a non-empty string", TerminateTool), obsInvalid, false
 		}
 	}
 	return "", "", true
@@ -262,8 +267,11 @@ func (r *run) recordDecisions(gs []gated, hold bool) error {
 }
 
 func actionTarget(a policy.Action) string {
-	if a.Type == policy.Delegate {
+	switch a.Type {
+	case policy.Delegate:
 		return "agent." + a.Target
+	case policy.Terminate:
+		return TerminateTool
 	}
 	return a.Tool
 }

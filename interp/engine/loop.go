@@ -79,6 +79,14 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if t, ok := terminated(gated); ok {
+		// The turn's other approved calls have run (act); their results
+		// close the iteration in the journal, and then the run ends.
+		if err := r.observe(obs); err != nil {
+			return false, err
+		}
+		return true, &TerminatedError{Reason: t.Reason}
+	}
 	if r.progress == nil {
 		r.progress = NewProgressTracker(r.agent.Progress)
 	}
@@ -141,7 +149,8 @@ func (r *run) gateCalls(ctx context.Context, calls []provider.ToolCall, actions 
 }
 
 // actionOf is the action a tool call proposes: the delegate tool proposes
-// a delegation, any other tool a tool call.
+// a delegation, the terminate tool (allow_terminate) the end of the run,
+// any other tool a tool call.
 func (r *run) actionOf(c provider.ToolCall) policy.Action {
 	args := json.RawMessage(strings.TrimSpace(c.Arguments))
 	if len(args) == 0 {
@@ -159,6 +168,9 @@ func (r *run) actionOf(c provider.ToolCall) policy.Action {
 		}
 		_ = json.Unmarshal(args, &d)
 		return policy.Action{Type: policy.Delegate, CallID: c.ID, Target: strings.TrimPrefix(d.Target, "agent."), Task: d.Task, Arguments: args}
+	}
+	if c.Name == TerminateTool && r.agent.Loop.AllowTerminate {
+		return terminateAction(c, args)
 	}
 	a := policy.Action{Type: policy.ToolCall, Tool: c.Name, CallID: c.ID, Arguments: args}
 	if info, ok := r.tools.info[c.Name]; ok {

@@ -77,7 +77,8 @@ func selectMode(a *plan.Agent, input, override string) (mode, profile string) {
 		return override, profile
 	}
 	if profile == "auto" {
-		profile = AutoProfile(input, len(a.Tools) > 0 || len(a.Delegates) > 0)
+		// The terminate tool counts, as in the compiler's default mode.
+		profile = AutoProfile(input, len(a.Tools) > 0 || len(a.Delegates) > 0 || a.Loop.AllowTerminate)
 		if m, ok := ProfileMode(profile); ok {
 			return m, profile
 		}

@@ -399,6 +399,7 @@ func (r *run) classify(ctx, parent context.Context, err error) Termination {
 	}
 	var ex *budget.Exceeded
 	var den *DenialError
+	var term *TerminatedError
 	switch {
 	case parent.Err() != nil && (errors.Is(err, parent.Err()) || errors.Is(err, context.Canceled)):
 		return Termination{Reason: Cancelled, Detail: "cancelled", Err: err}
@@ -411,6 +412,8 @@ func (r *run) classify(ctx, parent context.Context, err error) Termination {
 		return Termination{Reason: TimedOut, Limit: "timeout", Detail: err.Error(), Err: err}
 	case errors.As(err, &den):
 		return Termination{Reason: PolicyDenial, Detail: den.Decision.Reason, Err: err}
+	case errors.As(err, &term):
+		return Termination{Reason: AgentTerminated, Detail: term.Reason, Err: err}
 	case parent.Err() != nil:
 		return Termination{Reason: Cancelled, Detail: "cancelled", Err: err}
 	}

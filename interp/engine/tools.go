@@ -31,7 +31,8 @@ type agentTools struct {
 }
 
 // agentTools builds (once) the toolbox of agent a: its effective tools, its
-// MCP servers' tools filtered by its profile, and the delegate tool.
+// MCP servers' tools filtered by its profile, the delegate tool and the
+// terminate tool.
 func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, error) {
 	e.toolMu.Lock()
 	defer e.toolMu.Unlock()
@@ -102,6 +103,14 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	}
 	if len(a.Delegates) > 0 {
 		t.specs = append(t.specs, delegateSpec(a.Delegates))
+	}
+	if a.Loop.AllowTerminate {
+		if _, clash := t.info[TerminateTool]; clash {
+			// The compiler refuses a configured tool of that name; an MCP
+			// server's is known only now.
+			return nil, fmt.Errorf("%s: a tool named %q clashes with the terminate tool of allow_terminate", a.Address, TerminateTool)
+		}
+		t.specs = append(t.specs, terminateSpec())
 	}
 	t.specTokens = estimateTools(t.specs)
 	e.toolboxes[a.Address] = t
