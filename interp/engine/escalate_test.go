@@ -22,33 +22,14 @@ func (blockingApprover) Approve(ctx context.Context, _ policy.Request) (policy.A
 // timeout (a deny), not as a failure to ask, whichever of the approver's
 // timer and the question's deadline fired first.
 func TestEscalationTimeoutIsJournalledAsATimeout(t *testing.T) {
-	hcl := `
-tool "flaky" {
-  description = "always fails"
-  parameters = {
-    type       = "object"
-    properties = { expression = { type = "string" } }
-    required   = ["expression"]
-  }
-  command {
-    argv = ["sh", "-c", "exit 3"]
-  }
-  effect   = "none"
-  recovery = recovery.r
-}
+	hcl := flakyAgentHCL(`
 recovery "r" {
   escalate {
     queue   = "ops"
     timeout = "50ms"
   }
 }
-policy "rules" {
-  rules {
-    allow = ["calculator", "flaky"]
-  }
-}
-`
-	hcl = strings.Replace(agentHCL(hcl, "policies = [policy.rules]"), "tools    = [tool.calculator]", "tools    = [tool.calculator, tool.flaky]", 1)
+`)
 	p, dir := fixture{"main.hcl": hcl, "script.json": `{"turns":[]}`}.compile(t)
 	m := scriptedModel(t, `{"turns":[{"tool_calls":[{"id":"c1","name":"flaky","arguments":{"expression":"1"}}]},{"content":"gave up"}]}`)
 	e, _ := newEngine(t, p, dir, func(o *Options) {

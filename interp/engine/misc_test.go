@@ -82,7 +82,10 @@ agent "a" {
 	}
 }
 
-func TestRecoveryChainRetriesThenFallsBackThroughTheGate(t *testing.T) {
+// flakyAgentHCL is agentHCL with a command tool "flaky" that always fails
+// (exit 3) under recovery.r, beside the calculator, both allowed; rest
+// declares recovery.r.
+func flakyAgentHCL(rest string) string {
 	hcl := `
 tool "flaky" {
   description = "always fails"
@@ -97,6 +100,17 @@ tool "flaky" {
   effect   = "none"
   recovery = recovery.r
 }
+policy "rules" {
+  rules {
+    allow = ["calculator", "flaky"]
+  }
+}
+` + rest
+	return strings.Replace(agentHCL(hcl, "policies = [policy.rules]"), "tools    = [tool.calculator]", "tools    = [tool.calculator, tool.flaky]", 1)
+}
+
+func TestRecoveryChainRetriesThenFallsBackThroughTheGate(t *testing.T) {
+	hcl := flakyAgentHCL(`
 recovery "r" {
   retry {
     max_attempts    = 2
@@ -108,13 +122,7 @@ recovery "r" {
     tools = [tool.calculator]
   }
 }
-policy "rules" {
-  rules {
-    allow = ["calculator", "flaky"]
-  }
-}
-`
-	hcl = strings.Replace(agentHCL(hcl, "policies = [policy.rules]"), "tools    = [tool.calculator]", "tools    = [tool.calculator, tool.flaky]", 1)
+`)
 	p, dir := fixture{"main.hcl": hcl, "script.json": `{"turns":[]}`}.compile(t)
 	m := scriptedModel(t, `{"turns":[{"tool_calls":[{"id":"c1","name":"flaky","arguments":{"expression":"6*7"}}]},{"content":"42"}]}`)
 	e, _ := newEngine(t, p, dir, withModel(m))
