@@ -41,7 +41,9 @@
 //	r.step(ctx) (done bool, err error)                     one full react iteration over r.conv
 //	r.react(ctx) error                                      the react loop over r.conv until respond / terminate
 //	r.subRun(ctx, agentAddr, input string, ro RunOptions) (*Result, error)   a nested run (evaluator, judge), sharing the budget
-//	r.record(eventType string, data any) error             append one journal event (nothing when persistence is off)
+//	r.record(eventType string, data any) error             append one journal event, after any held ones (nothing when persistence is off)
+//	r.hold(eventType string, data any) error               journal an event of pure decision; written with the next record or flushJournal
+//	r.flushJournal() error                                 write the held events: before any effect on the world (reason does it before each model call)
 //
 // This package must not be imported by anything but repl and cmd/symbi.
 package engine
