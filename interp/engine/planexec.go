@@ -229,6 +229,10 @@ func (r *run) runPlanStep(ctx context.Context, s planStep, deps []stepResult) (s
 	case BudgetExceeded, MaxIterations:
 		// The budget is shared: what stopped the step stops the plan.
 		return "", &planStopError{err: peTerminationErr(t)}
+	case AgentTerminated:
+		// The step's model ended the run (allow_terminate), and a policy
+		// let it: that ends the plan too, not just the step.
+		return "", &planStopError{err: peTerminationErr(t)}
 	case TimedOut:
 		if t.Limit == "timeout" { // the run's own deadline, not step_timeout
 			return "", &planStopError{err: peTerminationErr(t)}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/symbi-dev/symbi/interp"
@@ -206,5 +207,26 @@ agent "planner" {
 	var st *StuckError
 	if res.Termination.Reason != Failed || !errors.As(res.Termination.Err, &st) || st.Step != "c" {
 		t.Fatalf("termination %s (%v)", res.Termination, res.Termination.Err)
+	}
+}
+
+// A step whose model ends the run with the terminate tool (allow_terminate)
+// ends the whole run as agent_terminated; the plan is not repaired around it.
+func TestPlanExecuteStepThatTerminatesEndsTheRun(t *testing.T) {
+	p, dir := fixture{
+		"main.hcl": strings.Replace(planFixture, `mode = "plan_execute"`, "mode            = \"plan_execute\"\n    allow_terminate = true", 1),
+		"scripts/model.json": `{"turns": [
+  {"when": "Break the task", "content": "{\"steps\": [{\"id\": \"a\", \"task\": \"A\"}, {\"id\": \"b\", \"task\": \"B\", \"depends_on\": [\"a\"]}]}"},
+  {"when": "Your step \\(a\\)", "tool_calls": [{"id": "t1", "name": "terminate", "arguments": {"reason": "the task cannot be done safely"}}]}
+]}`,
+	}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res := mustRun(t, e, "", "task", RunOptions{})
+	if res.Termination.Reason != AgentTerminated || !strings.Contains(res.Termination.Detail, "cannot be done safely") {
+		t.Fatalf("termination %s (%v)", res.Termination, res.Termination.Err)
+	}
+	got := stepEvents(t, journalOf(t, e, res.RunID))
+	if slices.Contains(got, "replan") || slices.Contains(got, "start b") {
+		t.Fatalf("steps %v: the plan went on after the run was ended", got)
 	}
 }
