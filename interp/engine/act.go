@@ -162,20 +162,28 @@ func actionName(a policy.Action) string {
 	return a.Tool
 }
 
+// childOptions are the options of a run nested in this one (a delegate, an
+// evaluator, a plan step) at depth: it shares this run's budget, has this
+// agent among its ancestors, keeps its side-effect and journal settings and
+// streams nothing to the terminal.
+func (r *run) childOptions(depth int) RunOptions {
+	return RunOptions{
+		Budget:      r.acct,
+		Depth:       depth,
+		Ancestors:   append(append([]string(nil), r.ro.Ancestors...), r.agent.Address),
+		SideEffects: r.ro.SideEffects,
+		NoJournal:   r.ro.NoJournal,
+		Quiet:       true,
+	}
+}
+
 // delegate runs the approved delegation as a sub-run of the target agent,
 // sharing this run's budget, one level deeper.
 func (r *run) delegate(ctx context.Context, call policy.Approved) (observation, error) {
 	a := call.Action()
 	o := observation{callID: a.CallID, tool: DelegateTool}
 	r.delegations++
-	sub := RunOptions{
-		Budget:      r.acct,
-		Depth:       r.ro.Depth + 1,
-		Ancestors:   append(append([]string{}, r.ro.Ancestors...), r.agent.Address),
-		SideEffects: r.ro.SideEffects,
-		NoJournal:   r.ro.NoJournal,
-		Quiet:       true,
-	}
+	sub := r.childOptions(r.ro.Depth + 1)
 	if !sub.NoJournal {
 		sub.RunID = fmt.Sprintf("%s.d%d", r.id, r.delegations)
 	}

@@ -204,17 +204,11 @@ func (r *run) runPlanStep(ctx context.Context, s planStep, deps []stepResult) (s
 		}
 	}
 	in.WriteString("\nDo this step only and reply with its result.")
-	ro := RunOptions{
-		Mode:   "react",
-		Budget: r.acct,
-		Depth:  r.ro.Depth,
-		// This agent among its own ancestors marks the step as part of this
-		// run: it neither pre-hydrates nor persists knowledge again.
-		Ancestors:   append(append([]string(nil), r.ro.Ancestors...), r.agent.Address),
-		SideEffects: r.ro.SideEffects,
-		NoJournal:   r.ro.NoJournal,
-		Quiet:       true,
-	}
+	// A step is part of this run, at its depth; this agent among its own
+	// ancestors marks it so: it neither pre-hydrates nor persists knowledge
+	// again.
+	ro := r.childOptions(r.ro.Depth)
+	ro.Mode = "react"
 	if !ro.NoJournal {
 		ro.RunID = fmt.Sprintf("%s.%s", r.id, peSafeID(s.ID))
 	}

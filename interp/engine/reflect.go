@@ -106,14 +106,7 @@ func revisePrompt(ev evaluation) string {
 func (r *run) evaluate(ctx context.Context, answer string, cfg plan.Reflect, attempt int) (evaluation, string, error) {
 	prompt := evaluationPrompt(r.input, answer, cfg.Rubric)
 	if cfg.Evaluator != "" {
-		ro := RunOptions{
-			Budget:      r.acct,
-			Depth:       r.ro.Depth + 1,
-			Ancestors:   append(append([]string{}, r.ro.Ancestors...), r.agent.Address),
-			SideEffects: r.ro.SideEffects,
-			NoJournal:   r.ro.NoJournal,
-			Quiet:       true,
-		}
+		ro := r.childOptions(r.ro.Depth + 1)
 		if ev := r.e.plan.Agent(cfg.Evaluator); ev != nil && ev.Loop.Mode == "reflect_and_retry" {
 			ro.Mode = "react" // an evaluator that reflects on its own evaluation would never end
 		}
