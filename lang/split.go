@@ -26,8 +26,11 @@ var splitThreshold = 256 << 10
 // error; on any error the file is parsed again whole, so diagnostics are
 // exactly hclsyntax's.
 func parseFile(src []byte, name string) (*hcl.File, hcl.Diagnostics) {
+	if len(src) < splitThreshold {
+		return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	}
 	cuts := blockStarts(src)
-	if len(src) < splitThreshold || len(cuts) < 2 {
+	if len(cuts) < 2 {
 		return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	}
 	// The navigation (the "in tool "x"" context of a diagnostic) is a type
