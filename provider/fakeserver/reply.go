@@ -95,6 +95,10 @@ type Reply struct {
 	Latency time.Duration
 	// ChunkDelay is waited between streamed events.
 	ChunkDelay time.Duration
+	// EndDelay is waited after the last streamed event ([DONE]) before the
+	// response ends, as a server (or proxy) does whose chunked terminator
+	// arrives a moment after the last event.
+	EndDelay time.Duration
 
 	Fault             Fault
 	RetryAfter        time.Duration // FaultRateLimit

@@ -300,6 +300,9 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, reply Rep
 		}
 		flush()
 	}
+	if reply.EndDelay > 0 {
+		s.wait(r, reply.EndDelay)
+	}
 }
 
 // writeError sends an OpenAI-style error body.

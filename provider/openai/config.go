@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -177,6 +178,7 @@ type exchange struct {
 	sent       bool
 	status     int
 	retryAfter time.Duration
+	body       io.Reader // the response body, for drain
 }
 
 type exchangeKey struct{}
@@ -192,6 +194,7 @@ func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && ex != nil {
 		ex.status = resp.StatusCode
 		ex.retryAfter = parseRetryAfter(resp.Header, time.Now())
+		ex.body = resp.Body
 	}
 	return resp, err
 }

@@ -421,6 +421,45 @@ func TestSlowStreamWithinIdleTimeoutCompletes(t *testing.T) {
 	}
 }
 
+// go-openai stops reading at [DONE]; a body closed before the chunked
+// terminator that follows it takes the connection with it. Stream reads
+// the body to its end, so one connection serves every call.
+func TestConnectionReusedWhenTheBodyEndsAfterDone(t *testing.T) {
+	late := fakeserver.Reply{Content: "x", EndDelay: 20 * time.Millisecond}
+	s := newSetup(t, nil, late, late, late)
+	for range 3 {
+		if _, _, err := s.call(t, ask("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := s.server.Requests()
+	for _, r := range reqs[1:] {
+		if r.RemoteAddr != reqs[0].RemoteAddr {
+			t.Fatalf("request from %s after %s: the connection was not reused", r.RemoteAddr, reqs[0].RemoteAddr)
+		}
+	}
+}
+
+// A server that never ends the body after [DONE] costs the call at most
+// the idle timeout (the turn is complete, so it is not an error), and the
+// connection is given up.
+func TestBodyThatNeverEndsAfterDone(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	s := newSetup(t, func(c *Config) { c.Timeouts.Idle = plan.Duration(idle) },
+		fakeserver.Reply{Content: "x", EndDelay: time.Hour}, fakeserver.Text("y"))
+	start := time.Now()
+	resp, _, err := s.call(t, ask("x"))
+	if err != nil || resp.Content != "x" {
+		t.Fatalf("resp %+v, err %v", resp, err)
+	}
+	if d := time.Since(start); d > hangGuard/2 {
+		t.Errorf("the call took %s waiting for the body's end", d)
+	}
+	if resp, _, err := s.call(t, ask("y")); err != nil || resp.Content != "y" {
+		t.Fatalf("next call: resp %+v, err %v", resp, err)
+	}
+}
+
 func TestConnectTimeout(t *testing.T) {
 	// A dialer that never connects stands in for an unreachable host.
 	never := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -166,9 +166,37 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		// at a chunk boundary, or without [DONE].
 		return provider.Response{}, delivered, m.classify(ctx, actx, errTruncated, ex)
 	}
+	drain(ex.body, idle, cancel)
 	out, f := m.finish(turn.response(), turn.refusal.String(), ex)
 	return out, delivered, f
 }
+
+// drain reads the rest of a finished stream's body: go-openai stops at
+// "data: [DONE]", and a body closed before its end (the chunked
+// terminator, which often arrives a moment after [DONE]) takes its
+// connection with it, so the next call dials (and handshakes) again. It
+// reads at most drainLimit bytes and waits at most drainWait (or the idle
+// timeout, when shorter); after that the connection is given up, as
+// before. The turn is complete either way, so nothing here is an error.
+func drain(body io.Reader, idle time.Duration, cancel context.CancelCauseFunc) {
+	if body == nil {
+		return
+	}
+	wait := drainWait
+	if idle > 0 && idle < wait {
+		wait = idle
+	}
+	t := time.AfterFunc(wait, func() { cancel(errDrainTimeout) })
+	defer t.Stop()
+	_, _ = io.CopyN(io.Discard, body, drainLimit)
+}
+
+const (
+	drainLimit = 64 << 10
+	drainWait  = time.Second
+)
+
+var errDrainTimeout = errors.New("the stream's body did not end after [DONE]")
 
 // turnBuilder assembles a streamed turn: content in order, tool calls by
 // their index (arguments arrive in pieces, possibly interleaved), usage from
