@@ -73,6 +73,10 @@ type Info struct {
 	Source      string          `json:"source"`             // "tool.x", "builtin", or the mcp_server address
 }
 
+// ReadOnly reports whether the tool acts on nothing outside itself: its
+// effect is none or read.
+func (i Info) ReadOnly() bool { return i.Effect == "none" || i.Effect == "read" }
+
 // Result is a tool's successful output.
 type Result struct {
 	Content   string

@@ -96,7 +96,19 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 		a := c.Action()
 		dc.Calls[i] = journal.DispatchedCall{CallID: a.CallID, Tool: a.Tool, Arguments: a.Arguments}
 	}
-	if err := r.mustRecord(journal.ToolsDispatched, dc); err != nil {
+	if r.readOnly(calls) {
+		// Calls that only read act on nothing outside: their line is held
+		// like a decision and written with their results, unless the round
+		// runs long enough that the journal should show what it waits on.
+		if err := r.hold(journal.ToolsDispatched, dc); err != nil {
+			return nil, err
+		}
+		if r.jw != nil {
+			slow := time.AfterFunc(slowReadRound, func() { _ = r.jw.Flush() })
+			defer slow.Stop()
+		}
+	} else if err := r.mustRecord(journal.ToolsDispatched, dc); err != nil {
+		// A call that may change the world is on disk before it starts.
 		return nil, err
 	}
 	outs := r.tools.box.Dispatch(ctx, calls, r.agent.Loop.MaxConcurrentTools, r.agent.Loop.ToolTimeout.Std())
@@ -134,6 +146,21 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 		}
 	}
 	return obs, ctx.Err()
+}
+
+// slowReadRound is how long a round of read-only calls runs before its
+// held tools_dispatched line is written anyway.
+const slowReadRound = 50 * time.Millisecond
+
+// readOnly reports whether every call is to a tool with effect none or
+// read.
+func (r *run) readOnly(calls []policy.Approved) bool {
+	for _, c := range calls {
+		if info, ok := r.tools.info[c.Action().Tool]; !ok || !info.ReadOnly() {
+			return false
+		}
+	}
+	return true
 }
 
 // failureText is the observation for a failed call: the kind first, so

@@ -77,7 +77,7 @@ func (r *run) precheck(a policy.Action) (note, kind string, ok bool) {
 		case SideEffectsIsolate:
 			return "[side effects blocked] tool calls are not allowed in this run", obsDenied, false
 		case SideEffectsReadOnly:
-			if info.Effect != "none" && info.Effect != "read" {
+			if !info.ReadOnly() {
 				return fmt.Sprintf("[side effects blocked] %s has effect %q; this run may only read", a.Tool, info.Effect), obsDenied, false
 			}
 		}

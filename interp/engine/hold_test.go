@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/symbi-dev/symbi/journal"
 )
 
 // TestDecidedAnswerIsShownOnlyAfterTheGate: when a policy can decide the
@@ -88,5 +92,75 @@ agent "a" {
 	}
 	if strings.Join(pieces, "") != "Hello there" || len(pieces) < 2 {
 		t.Errorf("deltas %q, want the answer in pieces as it streamed", pieces)
+	}
+}
+
+// TestDispatchIsWrittenAheadOfEffects: a call to a tool that may change
+// the world finds its tools_dispatched line on disk when it starts; a
+// round that only reads holds the line and writes it with its results,
+// or once the round has run for slowReadRound. The tool itself (a real
+// process) reads the journal.
+func TestDispatchIsWrittenAheadOfEffects(t *testing.T) {
+	for _, tc := range []struct {
+		name, effect, script string
+		onDisk               bool
+	}{
+		{"write", "write", "cat", true},
+		{"destructive", "destructive", "cat", true},
+		{"read", "read", "cat", false},
+		{"none", "none", "cat", false},
+		{"slow_read", "read", "sleep 0.5; cat", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state")
+			p, dir := fixture{
+				"main.hcl": fmt.Sprintf(`
+model "m" {
+  provider = "scripted"
+  script   = "scripts/model.json"
+}
+tool "peek" {
+  description = "prints the run's journal"
+  parameters  = { type = "object" }
+  command {
+    argv = ["sh", "-c", %q]
+  }
+  effect = %q
+}
+policy "rules" {
+  rules {
+    allow = ["peek"]
+  }
+}
+agent "a" {
+  model    = model.m
+  tools    = [tool.peek]
+  policies = [policy.rules]
+}
+`, tc.script+" "+state+"/runs/*/journal.jsonl", tc.effect),
+				"scripts/model.json": `{"turns": [{"tool_calls": [{"id": "p1", "name": "peek", "arguments": "{}"}]}, {"content": "done"}]}`,
+			}.compile(t)
+			e, _ := newEngine(t, p, dir, func(o *Options) { o.StateDir = state })
+			res := mustRun(t, e, "a", "look", RunOptions{})
+			if res.Termination.Reason != Completed {
+				t.Fatalf("termination %s", res.Termination)
+			}
+			var output string
+			for _, ev := range journalOf(t, e, res.RunID) {
+				if ev.Type == journal.ToolResult {
+					var d journal.ToolResultData
+					if err := ev.Decode(&d); err != nil {
+						t.Fatal(err)
+					}
+					output = d.Output + d.Error
+				}
+			}
+			if !strings.Contains(output, `"event":"started"`) {
+				t.Fatalf("the tool did not read the journal: %q", output)
+			}
+			if got := strings.Contains(output, `"event":"tools_dispatched"`); got != tc.onDisk {
+				t.Errorf("tools_dispatched on disk when the %s tool ran: %v, want %v\n%s", tc.effect, got, tc.onDisk, output)
+			}
+		})
 	}
 }

@@ -446,11 +446,11 @@ func (r *run) record(typ string, data any) error {
 
 // hold is mustRecord for the line of a phase that acts on nothing outside
 // the process (the model's turn once it has arrived, the gate's decisions,
-// a tool's result once every call has ended): the line is numbered and
-// shown now and written with the run's next line, which the engine always
-// writes before its next effect on the world (a tool call, an approval
-// request, a recovery, a delegation, the next model call, the end of the
-// run). One write then carries a whole iteration's decisions, and a
+// the dispatch of tools that only read, a tool's result once every call has
+// ended): the line is numbered and shown now and written with the run's
+// next line, which the engine always writes before its next effect on the
+// world (a call to a tool that writes, an approval request, a recovery, a
+// delegation, the next model call, the end of the run). One write then carries a whole iteration's decisions, and a
 // process killed in between loses only the part of an iteration that
 // resume repeats anyway.
 func (r *run) hold(typ string, data any) error {
