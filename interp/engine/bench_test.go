@@ -84,8 +84,10 @@ agent "a" {
 // bareLoop makes the same calls as the engine's react run, straight
 // through go-openai: stream each turn, assemble the tool call, answer it
 // (k+1, computed inline), append, repeat. It is the baseline the engine's
-// overhead is measured against.
-func bareLoop(ctx context.Context, client *goopenai.Client, tools []goopenai.Tool, input string) (string, error) {
+// overhead is measured against. With a bodyKeeper (the client's
+// transport), it also reads each response body to its end after [DONE],
+// as the engine's provider does, so it reuses its connection every time.
+func bareLoop(ctx context.Context, client *goopenai.Client, tools []goopenai.Tool, input string, keeper *bodyKeeper) (string, error) {
 	msgs := []goopenai.ChatCompletionMessage{{Role: "user", Content: input}}
 	for {
 		stream, err := client.CreateChatCompletionStream(ctx, goopenai.ChatCompletionRequest{
@@ -117,6 +119,9 @@ func bareLoop(ctx context.Context, client *goopenai.Client, tools []goopenai.Too
 				}
 			}
 		}
+		if keeper != nil {
+			_, _ = io.Copy(io.Discard, keeper.last)
+		}
 		stream.Close()
 		if call.ID == "" {
 			return content.String(), nil
@@ -129,10 +134,36 @@ func bareLoop(ctx context.Context, client *goopenai.Client, tools []goopenai.Too
 	}
 }
 
+// bodyKeeper is a transport that remembers the last response body.
+type bodyKeeper struct {
+	base http.RoundTripper
+	last io.Reader
+}
+
+func (k *bodyKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := k.base.RoundTrip(req)
+	if err == nil {
+		k.last = resp.Body
+	}
+	return resp, err
+}
+
+func bareClient(url string, transport http.RoundTripper) *goopenai.Client {
+	cfg := goopenai.DefaultConfig("")
+	cfg.BaseURL = url
+	cfg.HTTPClient = &http.Client{Transport: transport}
+	return goopenai.NewClientWithConfig(cfg)
+}
+
 // BenchmarkReactLoop100 runs a 100-iteration react run against the local
 // fake server and, in the same run, the bare go-openai loop over the same
-// calls; it reports both times per run and their ratio (the engine's
-// overhead: gate, journal, dispatch, budget, context fitting).
+// calls; it reports the times per run and their ratio (the engine's
+// overhead: gate, journal, dispatch, budget, context fitting). go-openai
+// stops reading a stream at [DONE], which often closes the connection
+// (the chunked terminator arrives a moment later), and the engine's
+// provider does not; so a second baseline, the bare loop that also reads
+// each body to its end, is timed too (engine/bare-drained): the engine's
+// overhead with connection reuse taken out of the comparison.
 //
 //	go test -run '^$' -bench ReactLoop100 -benchtime 20x ./interp/engine/
 func BenchmarkReactLoop100(b *testing.B) {
@@ -144,10 +175,9 @@ func BenchmarkReactLoop100(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	cfg := goopenai.DefaultConfig("")
-	cfg.BaseURL = srv.URL()
-	cfg.HTTPClient = &http.Client{}
-	client := goopenai.NewClientWithConfig(cfg)
+	client := bareClient(srv.URL(), http.DefaultTransport.(*http.Transport).Clone())
+	keeper := &bodyKeeper{base: http.DefaultTransport.(*http.Transport).Clone()}
+	drainedClient := bareClient(srv.URL(), keeper)
 	at, err := e.agentTools(context.Background(), e.Plan().Agent("agent.a"))
 	if err != nil {
 		b.Fatal(err)
@@ -162,15 +192,20 @@ func BenchmarkReactLoop100(b *testing.B) {
 	if res := mustRun(b, e, "a", "count", RunOptions{}); res.Answer != want {
 		b.Fatalf("engine: %s %q", res.Termination, res.Answer)
 	}
-	if got, err := bareLoop(ctx, client, tools, "count"); err != nil || got != want {
+	if got, err := bareLoop(ctx, client, tools, "count", nil); err != nil || got != want {
 		b.Fatalf("bare: %q %v", got, err)
+	}
+	if got, err := bareLoop(ctx, drainedClient, tools, "count", keeper); err != nil || got != want {
+		b.Fatalf("bare, drained: %q %v", got, err)
 	}
 	// Runs alternate, and the figure is the median of the per-pair ratios,
 	// so that a burst of load from other processes on a shared machine
 	// skews one pair rather than the result.
 	engineTimes := make([]time.Duration, 0, b.N)
 	bareTimes := make([]time.Duration, 0, b.N)
+	drainedTimes := make([]time.Duration, 0, b.N)
 	ratios := make([]float64, 0, b.N)
+	drainedRatios := make([]float64, 0, b.N)
 	b.ResetTimer()
 	engine := func() time.Duration {
 		start := time.Now()
@@ -181,9 +216,9 @@ func BenchmarkReactLoop100(b *testing.B) {
 		}
 		return et
 	}
-	bare := func() time.Duration {
+	bare := func(client *goopenai.Client, keeper *bodyKeeper) time.Duration {
 		start := time.Now()
-		got, err := bareLoop(ctx, client, tools, "count")
+		got, err := bareLoop(ctx, client, tools, "count", keeper)
 		bt := time.Since(start)
 		if err != nil || got != want {
 			b.Fatalf("bare: %q %v", got, err)
@@ -191,24 +226,30 @@ func BenchmarkReactLoop100(b *testing.B) {
 		return bt
 	}
 	for i := 0; i < b.N; i++ {
-		// Each half goes first in every other pair, so neither always
-		// pays for the garbage or the background journal sync the other
-		// left behind.
-		var et, bt time.Duration
-		if i%2 == 0 {
-			et = engine()
-			bt = bare()
-		} else {
-			bt = bare()
-			et = engine()
+		// Each of the three goes first, second and third in turn, so none
+		// always pays for the garbage or the background journal sync
+		// another left behind.
+		var et, bt, dt time.Duration
+		for k := range 3 {
+			switch (i + k) % 3 {
+			case 0:
+				et = engine()
+			case 1:
+				bt = bare(client, nil)
+			case 2:
+				dt = bare(drainedClient, keeper)
+			}
 		}
-		engineTimes, bareTimes = append(engineTimes, et), append(bareTimes, bt)
+		engineTimes, bareTimes, drainedTimes = append(engineTimes, et), append(bareTimes, bt), append(drainedTimes, dt)
 		ratios = append(ratios, float64(et)/float64(bt))
+		drainedRatios = append(drainedRatios, float64(et)/float64(dt))
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(median(engineTimes).Microseconds())/1000, "engine-ms/run")
 	b.ReportMetric(float64(median(bareTimes).Microseconds())/1000, "bare-ms/run")
+	b.ReportMetric(float64(median(drainedTimes).Microseconds())/1000, "bare-drained-ms/run")
 	b.ReportMetric(median(ratios), "engine/bare")
+	b.ReportMetric(median(drainedRatios), "engine/bare-drained")
 }
 
 func median[T int64 | float64 | time.Duration](xs []T) T {
