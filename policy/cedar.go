@@ -250,6 +250,9 @@ func newCedarSchema(ref plan.FileRef, baseDir string, planEntities types.EntityM
 		return s
 	}
 	s.actions = s.checkActions()
+	if s.actions == nil {
+		s.actions = s.checkContext()
+	}
 	s.validator = validate.New(s.resolved, validate.WithStrict())
 	s.planErrs = map[types.EntityUID]error{}
 	for uid, e := range planEntities {
@@ -326,6 +329,89 @@ func (s *cedarSchema) checkActions() error {
 		"The schema must declare all four actions symbi sends (call_tool, delegate, respond, terminate), each for principal Agent "+
 		"and the resource symbi uses (Tool for call_tool, Agent for the others)",
 		strings.Join(problems, "; "), answers, where, fixes.String())
+}
+
+// checkContext requires each action's context declaration to fit the
+// context symbi sends (see request): a member symbi never sends declared
+// required, or a member declared with another type, would fail every
+// request's validation, so every such action would be denied at run time.
+// A tool call's arguments are each tool's own, so for call_tool only their
+// being a record is checked; the other actions' arguments are fixed.
+func (s *cedarSchema) checkContext() error {
+	var problems []string
+	for _, a := range cedarActions {
+		uid := types.NewEntityUID(cedarActionType, types.String(a.name))
+		def, ok := s.resolved.Actions[uid]
+		if !ok || def.AppliesTo == nil {
+			continue
+		}
+		want := def.AppliesTo.Context
+		sent := sampleContext(a.name)
+		if a.name == "call_tool" {
+			if attr, ok := want["arguments"]; ok {
+				if _, isRecord := attr.Type.(resolved.RecordType); !isRecord {
+					problems = append(problems, fmt.Sprintf("for %s, context.arguments is a Record where the schema wants %s", uid, typeName(attr.Type)))
+				}
+				want = maps.Clone(want)
+				delete(want, "arguments")
+			}
+		}
+		if why := recordMismatch("context", project(sent, want).(types.Record), want); why != "" {
+			problems = append(problems, fmt.Sprintf("for %s, %s", uid, why))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cedar schema: %s; symbi sends the context {arguments, effect: String, iteration: Long, usage: "+
+		"{model_calls, tool_calls, prompt_tokens, completion_tokens, total_tokens: Long, cost_usd: decimal}} and denies a "+
+		"request that does not validate, so every such action would be denied at run time", strings.Join(problems, "; "))
+}
+
+// sampleContext is a context symbi sends for the action, as request builds
+// it; a tool call's arguments are left empty.
+func sampleContext(action string) types.Record {
+	args := types.RecordMap{}
+	switch action {
+	case "delegate":
+		args["target"], args["task"] = types.String(""), types.String("")
+	case "respond":
+		args["content"] = types.String("")
+	case "terminate":
+		args["reason"] = types.String("")
+	}
+	return types.NewRecord(types.RecordMap{
+		"arguments": types.NewRecord(args),
+		"effect":    types.String(""),
+		"iteration": types.Long(0),
+		"usage": types.NewRecord(types.RecordMap{
+			"model_calls":       types.Long(0),
+			"tool_calls":        types.Long(0),
+			"prompt_tokens":     types.Long(0),
+			"completion_tokens": types.Long(0),
+			"total_tokens":      types.Long(0),
+			"cost_usd":          types.Decimal{},
+		}),
+	})
+}
+
+// typeName is a resolved type as the schema's human-readable form spells it.
+func typeName(t resolved.IsType) string {
+	switch t := t.(type) {
+	case resolved.StringType:
+		return "String"
+	case resolved.LongType:
+		return "Long"
+	case resolved.BoolType:
+		return "Bool"
+	case resolved.ExtensionType:
+		return string(t)
+	case resolved.EntityType:
+		return string(t)
+	case resolved.SetType:
+		return "Set"
+	}
+	return "Record"
 }
 
 // check validates a request, and the entity a request adds, against the

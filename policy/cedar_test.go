@@ -311,6 +311,57 @@ func TestCedarJSONSchemaMustDeclareEveryAction(t *testing.T) {
 	}
 }
 
+// TestCedarSchemaContextMustFit: a context declaration that symbi's
+// context cannot satisfy (a member it never sends, declared required; a
+// member of another type) would deny every such action at run time;
+// loading says so, on the schema. A tool call's arguments are each tool's
+// own and only their being a record is checked.
+func TestCedarSchemaContextMustFit(t *testing.T) {
+	const head = "namespace Symbi {\n  entity Team;\n  entity Agent in [Team];\n  entity Tool { effect: String, tags: Set<String>, idempotent?: Bool };\n"
+	decls := func(callTool, delegate, respond string) string {
+		return head +
+			"  action call_tool appliesTo { principal: Agent, resource: Tool" + callTool + " };\n" +
+			"  action delegate appliesTo { principal: Agent, resource: Agent" + delegate + " };\n" +
+			"  action respond appliesTo { principal: Agent, resource: Agent" + respond + " };\n" +
+			"  action terminate appliesTo { principal: Agent, resource: Agent };\n}\n"
+	}
+	for _, tc := range []struct {
+		name, schema, want string
+	}{
+		{"fits", decls(", context: { arguments: { cmd: String, limit?: Long }, effect: String, usage?: { cost_usd: decimal, total_tokens: Long } }",
+			", context: { arguments: { target: String, task?: String } }", ", context: { iteration: Long }"), ""},
+		{"a member symbi never sends", decls(", context: { ticket: String }", "", ""),
+			`for Symbi::Action::"call_tool", context.ticket is required by the schema and missing`},
+		{"a member symbi never sends, optional", decls(", context: { ticket?: String }", "", ""), ""},
+		{"iteration as a String", decls("", "", ", context: { iteration: String }"),
+			`for Symbi::Action::"respond", context.iteration is a Long where the schema wants String`},
+		{"cost as a Long", decls(", context: { usage: { cost_usd: Long } }", "", ""),
+			`for Symbi::Action::"call_tool", context.usage.cost_usd is a decimal where the schema wants Long`},
+		{"arguments not a record", decls(", context: { arguments: String }", "", ""),
+			`for Symbi::Action::"call_tool", context.arguments is a Record where the schema wants String`},
+		{"a delegation's task as a Long", decls("", ", context: { arguments: { task: Long } }", ""),
+			`for Symbi::Action::"delegate", context.arguments.task is a String where the schema wants Long`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := cedarPlan(true, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+			s := file("policies/symbi.cedarschema", tc.schema)
+			p.Policies[0].Cedar.Schema = &s
+			_, err := FromPlan(context.Background(), p, "policy.access", t.TempDir())
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("a schema whose context fits: %v", err)
+				}
+				return
+			}
+			les, _ := err.(LoadErrors)
+			if len(les) != 1 || les[0].File != "policies/symbi.cedarschema" || !strings.Contains(les[0].Error(), tc.want) ||
+				!strings.Contains(les[0].Error(), "every such action would be denied at run time") {
+				t.Fatalf("got %v\nwant one error on the schema containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestCedarRequestValidation(t *testing.T) {
 	// call_tool requires cmd, a Long limit and a set of String labels;
 	// respond declares no context at all.
@@ -402,4 +453,29 @@ func TestCedarPlanEntityFailsSchema(t *testing.T) {
 	if len(les) != 3 || les[0].File != "(generated from the plan)" || !strings.Contains(les[0].Error(), `entity Symbi::Tool::"shell" does not validate`) || !strings.Contains(les[2].Error(), `Symbi::Tool::"write_file"`) {
 		t.Errorf("got %v", err)
 	}
+}
+
+// FuzzCedarSchema loads arbitrary schema text (the human-readable form and
+// the JSON form) with the test plan's entities and, when it loads, decides
+// one action of each kind: an error or a decision, never a panic.
+func FuzzCedarSchema(f *testing.F) {
+	f.Add(toolsSchema, false)
+	f.Add("namespace Symbi {\n  entity Agent;\n  entity Tool;\n  action call_tool appliesTo { principal: Agent, resource: Tool, context: { arguments: String } };\n}\n", false)
+	f.Add(`{"Symbi": {"entityTypes": {"Agent": {}, "Tool": {}}, "actions": {"respond": {"appliesTo": {"principalTypes": ["Agent"], "resourceTypes": ["Agent"], "context": {"type": "Record", "attributes": {"iteration": {"type": "String"}}}}}}}}`, true)
+	f.Fuzz(func(t *testing.T, schema string, isJSON bool) {
+		p := cedarPlan(false, file("policies/tools.cedar", "permit (principal, action, resource);\n"))
+		name := "policies/symbi.cedarschema"
+		if isJSON {
+			name += ".json"
+		}
+		s := file(name, schema)
+		p.Policies[0].Cedar.Schema = &s
+		g, err := FromPlan(context.Background(), p, "policy.access", "")
+		if err != nil {
+			return
+		}
+		for _, a := range []Action{toolCall("shell", `{"cmd":"ls","n":1.5,"tags":["a"]}`), {Type: Delegate, Target: "critic", Task: "check"}, {Type: Respond, Content: "42"}, {Type: Terminate, Reason: "done"}} {
+			g.Decide(context.Background(), input(p, a))
+		}
+	})
 }
