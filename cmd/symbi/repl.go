@@ -201,8 +201,14 @@ func interactiveLoop(ctx context.Context, sess *repl.Session, rl *readline.Insta
 			return nil // Ctrl-D
 		}
 		// Ctrl-C while an input runs (a :run, say) cancels that input only.
+		// So does Ctrl-C typed while an approval prompt that timed out
+		// still holds the terminal (lineInput.whileRunning).
 		lineCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		lineCtx, cancel := context.WithCancel(lineCtx)
+		input.whileRunning(cancel)
 		output, exit, diags := sess.Handle(lineCtx, text)
+		input.whileRunning(nil)
+		cancel()
 		stop()
 		fmt.Fprint(out, output)
 		repl.WriteDiagnostics(errOut, sess.Files(), diags)

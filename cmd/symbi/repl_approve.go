@@ -30,6 +30,29 @@ type lineInput struct {
 
 	mu      sync.Mutex     // one caller at a time: concurrent approvals queue up
 	pending chan lineOrErr // the read a caller gave up on; nil when none
+
+	// A read nobody waits for still owns the terminal (readline keeps it
+	// raw), so Ctrl-C reaches it as a line, not as SIGINT. While an input
+	// runs, such a Ctrl-C is the person interrupting that input: interrupt
+	// (set by whileRunning) is called.
+	wmu       sync.Mutex
+	active    chan lineOrErr // the read a caller is waiting for now
+	interrupt func()
+}
+
+// whileRunning sets what a Ctrl-C read by nobody's read does: cancel the
+// input that runs (nil when none does).
+func (in *lineInput) whileRunning(cancel func()) {
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	in.interrupt = cancel
+}
+
+// waitFor records which read a caller is waiting for (nil: none).
+func (in *lineInput) waitFor(ch chan lineOrErr) {
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	in.active = ch
 }
 
 type lineOrErr struct {
@@ -62,16 +85,24 @@ func (in *lineInput) next(ctx context.Context, prompt string) (string, error) {
 		ch = make(chan lineOrErr, 1)
 		go func() {
 			line, err := in.read()
+			in.wmu.Lock()
+			defer in.wmu.Unlock()
+			if in.active != ch && in.interrupt != nil && errors.Is(err, readline.ErrInterrupt) {
+				in.interrupt()
+			}
 			ch <- lineOrErr{line, err}
 		}()
 	} else {
 		in.show(prompt, true)
 	}
+	in.waitFor(ch)
+	defer in.waitFor(nil)
 	select {
 	case l := <-ch:
 		return l.line, l.err
 	case <-ctx.Done():
 		in.pending = ch
+		in.show("", false) // the read goes on, but not for this prompt
 		return "", ctx.Err()
 	}
 }

@@ -8,8 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chzyer/readline"
+
 	"github.com/symbi-dev/symbi/policy"
 )
+
+// ctrlC, typed, is Ctrl-C at a raw terminal: the read returns
+// readline.ErrInterrupt.
+const ctrlC = "\x03"
 
 // typist is the person at the REPL: each line sent on typed is what the
 // next read returns; shown receives every prompt displayed.
@@ -25,6 +31,9 @@ func newTypist() (*typist, *lineInput) {
 			line, ok := <-p.typed
 			if !ok {
 				return "", io.EOF
+			}
+			if line == ctrlC {
+				return "", readline.ErrInterrupt
 			}
 			return line, nil
 		},
@@ -173,5 +182,61 @@ func drain(c chan string) {
 		default:
 			return
 		}
+	}
+}
+
+// TestCtrlCAfterATimedOutPromptInterruptsTheInput: after an approval prompt
+// times out, its read keeps the terminal (raw), so Ctrl-C arrives as a
+// line; while an input runs it cancels that input, as SIGINT would. At a
+// prompt that is waiting, Ctrl-C is that prompt's answer and cancels
+// nothing.
+func TestCtrlCAfterATimedOutPromptInterruptsTheInput(t *testing.T) {
+	person, in := newTypist()
+	interrupted := make(chan struct{}, 1)
+	in.whileRunning(func() { interrupted <- struct{}{} })
+
+	// Waiting at a prompt: Ctrl-C is its answer.
+	got := make(chan error, 1)
+	go func() {
+		_, err := in.next(context.Background(), "Approve? [y/N] ")
+		got <- err
+	}()
+	<-person.shown
+	person.typed <- ctrlC
+	if err := <-got; !errors.Is(err, readline.ErrInterrupt) {
+		t.Fatalf("the prompt got %v, want readline.ErrInterrupt", err)
+	}
+	select {
+	case <-interrupted:
+		t.Fatal("Ctrl-C at a waiting prompt interrupted the input")
+	default:
+	}
+
+	// The prompt timed out; its read still holds the terminal.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := in.next(ctx, "Approve? [y/N] "); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("gave up with %v", err)
+	}
+	person.typed <- ctrlC
+	select {
+	case <-interrupted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ctrl-C read by nobody's prompt did not interrupt the running input")
+	}
+	// The next prompt does not see that Ctrl-C; it reads a new line.
+	in.whileRunning(nil)
+	drain(person.shown)
+	next := make(chan string, 1)
+	go func() {
+		line, _ := in.next(context.Background(), "> ")
+		next <- line
+	}()
+	if p := <-person.shown; p != "> " {
+		t.Fatalf("prompt %q", p)
+	}
+	person.typed <- "1 + 1"
+	if line := <-next; line != "1 + 1" {
+		t.Errorf("next input %q, want %q", line, "1 + 1")
 	}
 }

@@ -15,27 +15,24 @@ import (
 // Tab completes an attribute path, open brackets continue the input on
 // the next line, an error shows a caret, and the history is saved. The
 // symbi on PATH is this test binary (TestMain puts it there).
-func TestReplTmux(t *testing.T) {
+// replOnTmux starts `symbi repl .` in dir on a tmux terminal (prefix goes
+// before the command, e.g. an env assignment) and returns how to type
+// (literal text, then named keys) and how to wait for the screen to match.
+// It skips the test when tmux or symbi is missing.
+func replOnTmux(t *testing.T, ctx context.Context, dir, prefix string) (keys func(literal string, then ...string), waitFor func(what string, re *regexp.Regexp)) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: skipping the terminal test")
 	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		t.Skip("tmux is not installed; the terminal test of completion and multi-line input needs it (apt-get install tmux)")
+		t.Skip("tmux is not installed; the terminal tests of the REPL need it (apt-get install tmux)")
 	}
 	symbi, err := exec.LookPath("symbi")
 	if err != nil {
 		t.Skip("symbi is not on PATH")
 	}
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("../../testdata/repl/config")); err != nil {
-		t.Fatal(err)
-	}
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
-	history := filepath.Join(dir, "history")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-
 	tm := func(args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, tmux, append([]string{"-S", sock}, args...)...)
@@ -46,14 +43,13 @@ func TestReplTmux(t *testing.T) {
 		}
 		return string(out)
 	}
-	tm("new-session", "-d", "-s", "repl", "-x", "150", "-y", "50", "-c", dir,
-		"env SYMBI_REPL_HISTORY="+history+" "+symbi+" repl .; sleep 30")
+	tm("new-session", "-d", "-s", "repl", "-x", "150", "-y", "50", "-c", dir, prefix+" "+symbi+" repl .; sleep 30")
 	t.Cleanup(func() { tm("kill-server") })
 
 	// waitFor polls the screen until re matches it (tmux drops trailing
 	// spaces, so the prompt "> " reads ">"): the REPL answers in its
 	// own time, and the test only needs to know that it did.
-	waitFor := func(what string, re *regexp.Regexp) {
+	waitFor = func(what string, re *regexp.Regexp) {
 		t.Helper()
 		for {
 			screen := tm("capture-pane", "-p", "-t", "repl")
@@ -67,7 +63,7 @@ func TestReplTmux(t *testing.T) {
 			}
 		}
 	}
-	keys := func(literal string, then ...string) {
+	keys = func(literal string, then ...string) {
 		t.Helper()
 		if literal != "" {
 			tm("send-keys", "-t", "repl", "-l", literal)
@@ -76,6 +72,18 @@ func TestReplTmux(t *testing.T) {
 			tm(append([]string{"send-keys", "-t", "repl"}, then...)...)
 		}
 	}
+	return keys, waitFor
+}
+
+func TestReplTmux(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/repl/config")); err != nil {
+		t.Fatal(err)
+	}
+	history := filepath.Join(dir, "history")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	keys, waitFor := replOnTmux(t, ctx, dir, "env SYMBI_REPL_HISTORY="+history)
 
 	waitFor("the prompt", regexp.MustCompile(`(?m)^> ?$`))
 
@@ -110,4 +118,62 @@ func TestReplTmux(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// TestReplTmuxCtrlCAfterATimedOutApproval: an escalation's prompt times out
+// and the run goes on while the prompt's read still holds the terminal
+// (raw, so Ctrl-C is a key, not SIGINT); Ctrl-C then cancels the run, as
+// it does during any :run, and the REPL takes the next input.
+func TestReplTmuxCtrlCAfterATimedOutApproval(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"main.hcl": `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+recovery "ask" {
+  escalate {
+    timeout = "1s"
+  }
+}
+tool "flaky" {
+  description = "always fails"
+  parameters  = { type = "object" }
+  command {
+    argv = ["sh", "-c", "exit 3"]
+  }
+  effect   = "none"
+  recovery = recovery.ask
+}
+policy "rules" {
+  rules {
+    allow = ["flaky"]
+  }
+}
+agent "a" {
+  model    = model.m
+  tools    = [tool.flaky]
+  policies = [policy.rules]
+}
+`,
+		"script.json": `{"turns": [{"tool_calls": [{"id": "f1", "name": "flaky", "arguments": "{}"}]}, {"latency": "60s", "content": "too late"}]}`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	keys, waitFor := replOnTmux(t, ctx, dir, "env SYMBI_REPL_HISTORY="+filepath.Join(dir, "history"))
+	waitFor("the prompt", regexp.MustCompile(`(?m)^> ?$`))
+	keys(":run a go", "Enter")
+	waitFor("the escalation's prompt", regexp.MustCompile(`Approve\? \[y/N\]`))
+	waitFor("its timeout", regexp.MustCompile(`nobody answered within 1s`))
+	time.Sleep(200 * time.Millisecond) // the run is in its 60 s model call
+	keys("", "C-c")
+	waitFor("the run cancelled", regexp.MustCompile(`(?i)cancel`))
+	keys("1 + 1", "Enter")
+	waitFor("the next input's value", regexp.MustCompile(`(?m)^2\s*$`))
 }
