@@ -104,8 +104,13 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 			return nil, err
 		}
 		if r.jw != nil {
-			slow := time.AfterFunc(slowReadRound, func() { _ = r.jw.Flush() })
-			defer slow.Stop()
+			if r.slowRound == nil {
+				jw := r.jw
+				r.slowRound = time.AfterFunc(slowReadRound, func() { _ = jw.Flush() })
+			} else {
+				r.slowRound.Reset(slowReadRound)
+			}
+			defer r.slowRound.Stop()
 		}
 	} else if err := r.mustRecord(journal.ToolsDispatched, dc); err != nil {
 		// A call that may change the world is on disk before it starts.

@@ -55,6 +55,9 @@ type run struct {
 	held    string
 	// planSaved reports the plan's save, started beside the journal.
 	planSaved <-chan error
+	// slowRound writes the held lines of a read-only round that runs long
+	// (see dispatch); made on the first such round, stopped between them.
+	slowRound *time.Timer
 	// usageAtStart is the shared accountant's usage when the run began.
 	usageAtStart policy.Usage
 	// input0 is the policy input without the action, iteration and usage.
