@@ -368,31 +368,18 @@ func (s *cedarSchema) checkContext() error {
 		"request that does not validate, so every such action would be denied at run time", strings.Join(problems, "; "))
 }
 
-// sampleContext is a context symbi sends for the action, as request builds
-// it; a tool call's arguments are left empty.
+// sampleContext is a context symbi sends for the action, built as
+// request builds it; a tool call's arguments are left empty.
 func sampleContext(action string) types.Record {
-	args := types.RecordMap{}
-	switch action {
-	case "delegate":
-		args["target"], args["task"] = types.String(""), types.String("")
-	case "respond":
-		args["content"] = types.String("")
-	case "terminate":
-		args["reason"] = types.String("")
+	var a Action
+	for _, t := range []ActionType{ToolCall, Delegate, Respond, Terminate} {
+		if cedarActionName(t) == action {
+			a.Type = t
+		}
 	}
-	return types.NewRecord(types.RecordMap{
-		"arguments": types.NewRecord(args),
-		"effect":    types.String(""),
-		"iteration": types.Long(0),
-		"usage": types.NewRecord(types.RecordMap{
-			"model_calls":       types.Long(0),
-			"tool_calls":        types.Long(0),
-			"prompt_tokens":     types.Long(0),
-			"completion_tokens": types.Long(0),
-			"total_tokens":      types.Long(0),
-			"cost_usd":          types.Decimal{},
-		}),
-	})
+	_, args, _ := a.subject() // a tool call without arguments has {}
+	ctx, _ := cedarContext(args, "", 0, Usage{})
+	return ctx
 }
 
 // typeName is a resolved type as the schema's human-readable form spells it.
@@ -707,22 +694,35 @@ func (c *Cedar) request(in Input) (cedar.Request, *types.Entity, error) {
 	default:
 		req.Resource = agent
 	}
+	ctx, err := cedarContext(args, in.Action.Effect, in.Run.Iteration, in.Run.Usage)
+	if err != nil {
+		return cedar.Request{}, nil, err
+	}
+	if c.schema != nil {
+		ctx = c.schema.declared(req.Action, ctx)
+	}
+	req.Context = ctx
+	return req, extra, nil
+}
+
+// cedarContext is a request's context: {arguments, effect, iteration,
+// usage}.
+func cedarContext(args map[string]any, effect string, iteration int, u Usage) (types.Record, error) {
 	argv, err := cedarValue(args)
 	if err != nil {
-		return cedar.Request{}, nil, fmt.Errorf("arguments: %w", err)
+		return types.Record{}, fmt.Errorf("arguments: %w", err)
 	}
-	u := in.Run.Usage
 	if math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
-		return cedar.Request{}, nil, errors.New("usage: cost_usd is not a finite number")
+		return types.Record{}, errors.New("usage: cost_usd is not a finite number")
 	}
 	cost, err := types.NewDecimalFromFloat(u.CostUSD)
 	if err != nil {
-		return cedar.Request{}, nil, fmt.Errorf("usage: %w", err)
+		return types.Record{}, fmt.Errorf("usage: %w", err)
 	}
-	ctx := types.NewRecord(types.RecordMap{
+	return types.NewRecord(types.RecordMap{
 		"arguments": argv,
-		"effect":    types.String(in.Action.Effect),
-		"iteration": types.Long(in.Run.Iteration),
+		"effect":    types.String(effect),
+		"iteration": types.Long(iteration),
 		"usage": types.NewRecord(types.RecordMap{
 			"model_calls":       types.Long(u.ModelCalls),
 			"tool_calls":        types.Long(u.ToolCalls),
@@ -731,12 +731,7 @@ func (c *Cedar) request(in Input) (cedar.Request, *types.Entity, error) {
 			"total_tokens":      types.Long(u.TotalTokens),
 			"cost_usd":          cost,
 		}),
-	})
-	if c.schema != nil {
-		ctx = c.schema.declared(req.Action, ctx)
-	}
-	req.Context = ctx
-	return req, extra, nil
+	}), nil
 }
 
 // cedarValue converts decoded JSON to a Cedar value: integers to Long, other
