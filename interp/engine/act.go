@@ -104,11 +104,15 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 			return nil, err
 		}
 		if r.jw != nil {
+			slow := slowReadRound
+			if r.e.opts.slowReadRound > 0 {
+				slow = r.e.opts.slowReadRound
+			}
 			if r.slowRound == nil {
 				jw := r.jw
-				r.slowRound = time.AfterFunc(slowReadRound, func() { _ = jw.Flush() })
+				r.slowRound = time.AfterFunc(slow, func() { _ = jw.Flush() })
 			} else {
-				r.slowRound.Reset(slowReadRound)
+				r.slowRound.Reset(slow)
 			}
 			defer r.slowRound.Stop()
 		}

@@ -43,6 +43,9 @@ type Options struct {
 	Rand io.Reader
 	// Sleep waits in recovery backoff; default a context-aware timer.
 	Sleep func(context.Context, time.Duration) error
+
+	// slowReadRound replaces slowReadRound (tests: 0 is the default).
+	slowReadRound time.Duration
 }
 
 // Side-effect modes of RunOptions.SideEffects.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/symbi-dev/symbi/journal"
 )
@@ -140,7 +141,15 @@ agent "a" {
 `, tc.script+" "+state+"/runs/*/journal.jsonl", tc.effect),
 				"scripts/model.json": `{"turns": [{"tool_calls": [{"id": "p1", "name": "peek", "arguments": "{}"}]}, {"content": "done"}]}`,
 			}.compile(t)
-			e, _ := newEngine(t, p, dir, func(o *Options) { o.StateDir = state })
+			e, _ := newEngine(t, p, dir, func(o *Options) {
+				o.StateDir = state
+				// However long the process takes to start on a loaded
+				// machine, only the slow round runs past the threshold.
+				o.slowReadRound = time.Minute
+				if tc.name == "slow_read" {
+					o.slowReadRound = 50 * time.Millisecond
+				}
+			})
 			res := mustRun(t, e, "a", "look", RunOptions{})
 			if res.Termination.Reason != Completed {
 				t.Fatalf("termination %s", res.Termination)
