@@ -444,7 +444,7 @@ func TestConnectionReusedWhenTheBodyEndsAfterDone(t *testing.T) {
 // the idle timeout (the turn is complete, so it is not an error), and the
 // connection is given up.
 func TestBodyThatNeverEndsAfterDone(t *testing.T) {
-	const idle = 50 * time.Millisecond
+	const idle = 500 * time.Millisecond
 	s := newSetup(t, func(c *Config) { c.Timeouts.Idle = plan.Duration(idle) },
 		fakeserver.Reply{Content: "x", EndDelay: time.Hour}, fakeserver.Text("y"))
 	start := time.Now()
