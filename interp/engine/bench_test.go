@@ -198,9 +198,9 @@ func BenchmarkReactLoop100(b *testing.B) {
 	if got, err := bareLoop(ctx, drainedClient, tools, "count", keeper); err != nil || got != want {
 		b.Fatalf("bare, drained: %q %v", got, err)
 	}
-	// Runs alternate, and the figure is the median of the per-pair ratios,
-	// so that a burst of load from other processes on a shared machine
-	// skews one pair rather than the result.
+	// Runs alternate, and the figure is the median of the per-triple
+	// ratios, so that a burst of load from other processes on a shared
+	// machine skews one triple rather than the result.
 	engineTimes := make([]time.Duration, 0, b.N)
 	bareTimes := make([]time.Duration, 0, b.N)
 	drainedTimes := make([]time.Duration, 0, b.N)
