@@ -260,6 +260,16 @@ func TestTerminalApproverTimeoutAndContext(t *testing.T) {
 	if rec, err := a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)}); err != nil || rec.Approved {
 		t.Errorf("a late answer approved the next prompt: %+v %v", rec, err)
 	}
+	// Every line typed while nobody asked is dropped, not only the first.
+	a.Timeout = time.Millisecond
+	a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)})
+	io.WriteString(w, "y\ny\n")
+	for deadline := time.Now().Add(5 * time.Second); len(a.lines) < 2 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	a.Timeout = 20 * time.Millisecond
+	if rec, err := a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)}); err != nil || rec.Approved {
+		t.Errorf("a second late answer approved the next prompt: %+v %v", rec, err)
+	}
 	// A line typed after the prompt is shown answers it.
 	a.Timeout = 0
 	prompted := make(chan struct{}, 1)
@@ -310,5 +320,21 @@ func TestQueueWithdrawTakesOnlyThatRunsRequests(t *testing.T) {
 	}
 	if _, err := q.Decide("old1", true, "alice", ""); !errors.Is(err, ErrUnknownRequest) {
 		t.Errorf("approving a withdrawn request: %v, want ErrUnknownRequest", err)
+	}
+}
+
+// The end of input after a prompt gave up reaches the next prompt as a
+// closed terminal (a deny), and no prompt after it panics.
+func TestTerminalApproverEndOfInputAfterATimeout(t *testing.T) {
+	r, w := io.Pipe()
+	a := NewTerminalApprover(r, io.Discard, "alice")
+	a.Timeout = time.Millisecond
+	a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)})
+	w.Close()
+	for range 3 {
+		rec, err := a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)})
+		if err != nil || rec.Approved || (rec.Via != "timeout" && !strings.Contains(rec.Reason, "terminal closed")) {
+			t.Errorf("after the end of input: %+v %v", rec, err)
+		}
 	}
 }

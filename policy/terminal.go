@@ -24,8 +24,8 @@ type TerminalApprover struct {
 
 	in    io.Reader
 	once  sync.Once
-	lines chan lineOrErr
-	mu    sync.Mutex // one prompt at a time: concurrent tool calls queue up
+	lines chan lineOrErr // the reader's lines, read ahead; closed at the end of input
+	mu    sync.Mutex     // one prompt at a time: concurrent tool calls queue up
 	// unanswered: the last prompt ended (timeout, cancellation) without
 	// taking a line, so a line typed since answers nothing asked now.
 	unanswered bool
@@ -43,50 +43,39 @@ func NewTerminalApprover(in io.Reader, out io.Writer, by string) *TerminalApprov
 
 // start reads lines in one goroutine for the approver's lifetime, because a
 // read from a terminal cannot be cancelled: a prompt that times out leaves
-// the read pending; a line it then returns is discarded by the next prompt
-// (discardLateAnswers), which the person has not seen when they typed it.
+// the read pending. Lines are read ahead into a buffer, so a prompt can drop
+// every line typed while nobody was asking (discardLateAnswers).
 func (t *TerminalApprover) start() {
-	t.lines = make(chan lineOrErr)
+	lines := make(chan lineOrErr, 64)
+	t.lines = lines
 	go func() {
+		defer close(lines)
 		r := bufio.NewReader(t.in)
 		for {
 			line, err := r.ReadString('\n')
 			if line == "" && err != nil {
-				t.lines <- lineOrErr{err: err}
-				close(t.lines)
+				lines <- lineOrErr{err: err}
 				return
 			}
-			t.lines <- lineOrErr{line: line}
+			lines <- lineOrErr{line: line}
 		}
 	}()
 }
 
-// discardLateAnswers drops a line typed after an earlier prompt had given
-// up: a "y" meant for that prompt must not approve the one about to be
-// shown, which the person has not seen yet.
+// discardLateAnswers drops the lines typed after an earlier prompt had
+// given up: a "y" meant for that prompt must not approve the one about to
+// be shown, which the person has not seen yet.
 func (t *TerminalApprover) discardLateAnswers() {
 	for {
 		select {
 		case l, ok := <-t.lines:
 			if !ok || l.err != nil {
-				// Keep the end of input for the prompt to see.
-				t.lines = closedLines(l)
-				return
+				return // the end of input: the closed channel tells the prompt
 			}
 		default:
 			return
 		}
 	}
-}
-
-// closedLines is a channel that yields l once, then is closed.
-func closedLines(l lineOrErr) chan lineOrErr {
-	c := make(chan lineOrErr, 1)
-	if l.err != nil {
-		c <- l
-	}
-	close(c)
-	return c
 }
 
 func (t *TerminalApprover) now() time.Time {
