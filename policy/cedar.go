@@ -267,14 +267,14 @@ func newCedarSchema(ref plan.FileRef, baseDir string, planEntities types.EntityM
 // (the principal is always a Symbi::Agent) and the arguments its hint
 // declares.
 var cedarActions = []struct {
-	name      string
+	typ       ActionType // its Cedar name is cedarActionName(typ)
 	resource  types.EntityType
 	arguments string
 }{
-	{"call_tool", cedarToolType, ""},
-	{"delegate", cedarAgentType, "target?: String, task?: String"},
-	{"respond", cedarAgentType, "content?: String"},
-	{"terminate", cedarAgentType, "reason?: String"},
+	{ToolCall, cedarToolType, ""},
+	{Delegate, cedarAgentType, "target?: String, task?: String"},
+	{Respond, cedarAgentType, "content?: String"},
+	{Terminate, cedarAgentType, "reason?: String"},
 }
 
 // checkActions requires the schema to declare every action symbi sends, for
@@ -290,7 +290,8 @@ func (s *cedarSchema) checkActions() error {
 	respondFails := false
 	isJSON := path.Ext(s.path) == ".json"
 	for _, a := range cedarActions {
-		uid := types.NewEntityUID(cedarActionType, types.String(a.name))
+		name := cedarActionName(a.typ)
+		uid := types.NewEntityUID(cedarActionType, types.String(name))
 		def, ok := s.resolved.Actions[uid]
 		switch {
 		case !ok:
@@ -302,15 +303,15 @@ func (s *cedarSchema) checkActions() error {
 		default:
 			continue
 		}
-		respondFails = respondFails || a.name == "respond"
+		respondFails = respondFails || a.typ == Respond
 		resource := strings.TrimPrefix(string(a.resource), "Symbi::")
 		switch {
 		case isJSON:
-			fmt.Fprintf(&fixes, "\n  %q: {\"appliesTo\": {\"principalTypes\": [\"Agent\"], \"resourceTypes\": [%q]}}", a.name, resource)
+			fmt.Fprintf(&fixes, "\n  %q: {\"appliesTo\": {\"principalTypes\": [\"Agent\"], \"resourceTypes\": [%q]}}", name, resource)
 		case a.arguments == "":
-			fmt.Fprintf(&fixes, "\n  action %s appliesTo { principal: Agent, resource: %s, context: { effect: String } };", a.name, resource)
+			fmt.Fprintf(&fixes, "\n  action %s appliesTo { principal: Agent, resource: %s, context: { effect: String } };", name, resource)
 		default:
-			fmt.Fprintf(&fixes, "\n  action %s appliesTo { principal: Agent, resource: %s, context: { arguments: { %s } } };", a.name, resource, a.arguments)
+			fmt.Fprintf(&fixes, "\n  action %s appliesTo { principal: Agent, resource: %s, context: { arguments: { %s } } };", name, resource, a.arguments)
 		}
 	}
 	if len(problems) == 0 {
@@ -340,14 +341,14 @@ func (s *cedarSchema) checkActions() error {
 func (s *cedarSchema) checkContext() error {
 	var problems []string
 	for _, a := range cedarActions {
-		uid := types.NewEntityUID(cedarActionType, types.String(a.name))
-		def, ok := s.resolved.Actions[uid]
-		if !ok || def.AppliesTo == nil {
-			continue
+		// checkActions has found every action declared, with appliesTo.
+		uid := types.NewEntityUID(cedarActionType, types.String(cedarActionName(a.typ)))
+		want := s.resolved.Actions[uid].AppliesTo.Context
+		sent, err := sampleContext(a.typ)
+		if err != nil {
+			return err
 		}
-		want := def.AppliesTo.Context
-		sent := sampleContext(a.name)
-		if a.name == "call_tool" {
+		if a.typ == ToolCall {
 			if attr, ok := want["arguments"]; ok {
 				if _, isRecord := attr.Type.(resolved.RecordType); !isRecord {
 					problems = append(problems, fmt.Sprintf("for %s, context.arguments is a Record where the schema wants %s", uid, typeName(attr.Type)))
@@ -370,16 +371,12 @@ func (s *cedarSchema) checkContext() error {
 
 // sampleContext is a context symbi sends for the action, built as
 // request builds it; a tool call's arguments are left empty.
-func sampleContext(action string) types.Record {
-	var a Action
-	for _, t := range []ActionType{ToolCall, Delegate, Respond, Terminate} {
-		if cedarActionName(t) == action {
-			a.Type = t
-		}
+func sampleContext(t ActionType) (types.Record, error) {
+	_, args, err := Action{Type: t}.subject() // a tool call without arguments has {}
+	if err != nil {
+		return types.Record{}, err
 	}
-	_, args, _ := a.subject() // a tool call without arguments has {}
-	ctx, _ := cedarContext(args, "", 0, Usage{})
-	return ctx
+	return cedarContext(args, "", 0, Usage{})
 }
 
 // typeName is a resolved type as the schema's human-readable form spells it.
@@ -510,51 +507,38 @@ func recordMismatch(at string, rec types.Record, t resolved.RecordType) string {
 }
 
 func valueMismatch(at string, v types.Value, t resolved.IsType) string {
-	want := ""
+	fits := true
 	switch t := t.(type) {
 	case resolved.StringType:
-		if _, ok := v.(types.String); !ok {
-			want = "String"
-		}
+		_, fits = v.(types.String)
 	case resolved.LongType:
-		if _, ok := v.(types.Long); !ok {
-			want = "Long"
-		}
+		_, fits = v.(types.Long)
 	case resolved.BoolType:
-		if _, ok := v.(types.Boolean); !ok {
-			want = "Bool"
-		}
+		_, fits = v.(types.Boolean)
 	case resolved.ExtensionType:
-		if cedarKind(v) != string(t) {
-			want = string(t)
-		}
+		fits = cedarKind(v) == string(t)
 	case resolved.EntityType:
-		if uid, ok := v.(types.EntityUID); !ok || uid.Type != types.EntityType(t) {
-			want = string(t)
-		}
+		uid, ok := v.(types.EntityUID)
+		fits = ok && uid.Type == types.EntityType(t)
 	case resolved.SetType:
 		set, ok := v.(types.Set)
-		if !ok {
-			want = "Set"
-			break
-		}
-		for e := range set.All() {
-			if why := valueMismatch(at+"[]", e, t.Element); why != "" {
-				return why
+		if fits = ok; ok {
+			for e := range set.All() {
+				if why := valueMismatch(at+"[]", e, t.Element); why != "" {
+					return why
+				}
 			}
 		}
 	case resolved.RecordType:
-		rec, ok := v.(types.Record)
-		if !ok {
-			want = "Record"
-			break
+		if rec, ok := v.(types.Record); ok {
+			return recordMismatch(at, rec, t)
 		}
-		return recordMismatch(at, rec, t)
+		fits = false
 	}
-	if want == "" {
+	if fits {
 		return ""
 	}
-	return fmt.Sprintf("%s is a %s where the schema wants %s", at, cedarKind(v), want)
+	return fmt.Sprintf("%s is a %s where the schema wants %s", at, cedarKind(v), typeName(t))
 }
 
 func cedarKind(v types.Value) string {
