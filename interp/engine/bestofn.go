@@ -111,6 +111,10 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			})
 		}
 		if err != nil {
+			if r.jw != nil {
+				r.jw.Close()
+				r.jw = nil
+			}
 			stopRun()
 		}
 		opened <- err
@@ -201,15 +205,12 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	if err := waitOpen(); err != nil {
 		return nil, err
 	}
-	out.Result = *r.bonFinish(ctx, runErr, ledger.usage())
-	if out.Termination.Reason == Completed {
-		if err := r.persistKnowledge(ctx); err != nil {
-			// As for a single run: an answer the agent was to remember
-			// and could not is reported, not dropped.
-			out.Termination = Termination{Reason: Failed, Detail: r.e.secrets.text(err.Error()), Err: r.e.secrets.err(err)}
-			out.Answer = ""
-		}
+	if runErr == nil {
+		// As for a single run: an answer the agent was to remember and
+		// could not is a failed run, in the journal as in the result.
+		runErr = r.persistKnowledge(ctx)
 	}
+	out.Result = *r.bonFinish(ctx, runErr, ledger.usage())
 	return out, nil
 }
 
