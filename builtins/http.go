@@ -130,21 +130,20 @@ func redact(err error) error {
 	return err
 }
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-// maxRetryAfterSeconds caps a Retry-After header at one day.
-const maxRetryAfterSeconds = 24 * 60 * 60
+// maxRetryAfter caps a Retry-After header, in either form, so a hostile
+// header cannot overflow the duration into a negative or near-endless wait.
+const maxRetryAfter = 24 * time.Hour
 
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
 	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		// Bounded so a hostile header cannot overflow the duration into a
-		// negative or near-endless wait.
-		return time.Duration(min(s, maxRetryAfterSeconds)) * time.Second
+		return time.Duration(min(s, int(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return min(t.Sub(now), maxRetryAfter)
 	}
 	return 0
 }

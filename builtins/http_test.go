@@ -110,6 +110,9 @@ func TestRetryAfterDate(t *testing.T) {
 	if d := retryAfter("99999999999", now); d != 24*time.Hour {
 		t.Errorf("huge: %s, want the one-day cap", d)
 	}
+	if d := retryAfter(now.AddDate(200, 0, 0).Format(http.TimeFormat), now); d != 24*time.Hour {
+		t.Errorf("a date centuries ahead: %s, want the one-day cap", d)
+	}
 }
 
 func TestHTTPConnectionRefusedIsTransport(t *testing.T) {
