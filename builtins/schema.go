@@ -94,24 +94,30 @@ func jsonType(v any) string {
 
 // canonicalJSON gives the same bytes for equal JSON values, whatever their
 // key order, spacing or escapes: the key for cached results and llm_recovery
-// counts, and the arguments a dead letter records. <, > and & are written as
-// themselves, not escaped as \u003c and the like, so a dead letter reads like
-// the call that failed.
+// counts, and the arguments a dead letter records. Text that is not JSON is
+// its own key.
 func canonicalJSON(raw json.RawMessage) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return "{}"
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return string(raw)
-	}
-	b, err := marshalUnescaped(v)
+	b, err := CanonicalJSON(raw)
 	if err != nil {
 		return string(raw)
 	}
 	return string(b)
+}
+
+// CanonicalJSON rewrites a JSON value with sorted object keys, no spacing,
+// numbers as written, and <, > and & as themselves rather than escaped as
+// \u003c and the like (so a dead letter reads like the call that failed).
+func CanonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return marshalUnescaped(v)
 }
 
 // marshalUnescaped is json.Marshal without HTML escaping.

@@ -102,9 +102,6 @@ func TestCanonicalJSONKeepsHTMLCharacters(t *testing.T) {
 			t.Errorf("canonicalJSON(%s) = %s, want %s", in, got, want)
 		}
 	}
-	if a, b := canonicalJSON(json.RawMessage(want)), canonicalJSON(json.RawMessage(want)); a != b {
-		t.Errorf("the same input gave two keys: %s and %s", a, b)
-	}
 }
 
 func FuzzValidateArgs(f *testing.F) {

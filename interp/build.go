@@ -1,7 +1,6 @@
 package interp
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -349,19 +348,11 @@ func checkHost(h string) error {
 // the schemas of the configuration, so the plan is canonical whatever order
 // a builtin's schema was written in.
 func canonicalJSON(raw json.RawMessage) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	b, err := builtins.CanonicalJSON(raw)
+	if err != nil {
 		panic("interp: a builtin's schema is not JSON: " + err.Error()) // builtins' own table is wrong
 	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic("interp: " + err.Error())
-	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n"))
+	return b
 }
 
 func (c *compiler) buildCommand(b *lang.Block) *plan.CommandExec {
