@@ -166,7 +166,7 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		// at a chunk boundary, or without [DONE].
 		return provider.Response{}, delivered, m.classify(ctx, actx, errTruncated, ex)
 	}
-	drain(ex.body, idle, cancel)
+	drain(ex.body, cancel)
 	out, f := m.finish(turn.response(), turn.refusal.String(), ex)
 	return out, delivered, f
 }
@@ -175,18 +175,15 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 // "data: [DONE]", and a body closed before its end (the chunked
 // terminator, which often arrives a moment after [DONE]) takes its
 // connection with it, so the next call dials (and handshakes) again. It
-// reads at most drainLimit bytes and waits at most drainWait (or the idle
-// timeout, when shorter); after that the connection is given up, as
-// before. The turn is complete either way, so nothing here is an error.
-func drain(body io.Reader, idle time.Duration, cancel context.CancelCauseFunc) {
+// reads at most drainLimit bytes for at most drainWait (the attempt's idle
+// timer, still armed, ends it sooner when shorter); after that the
+// connection is given up, as before. The turn is complete either way, so
+// nothing here is an error.
+func drain(body io.Reader, cancel context.CancelCauseFunc) {
 	if body == nil {
 		return
 	}
-	wait := drainWait
-	if idle > 0 && idle < wait {
-		wait = idle
-	}
-	t := time.AfterFunc(wait, func() { cancel(errDrainTimeout) })
+	t := time.AfterFunc(drainWait, func() { cancel(errDrainTimeout) })
 	defer t.Stop()
 	_, _ = io.CopyN(io.Discard, body, drainLimit)
 }
