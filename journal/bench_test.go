@@ -83,12 +83,11 @@ func BenchmarkAppendRatio(b *testing.B) {
 	line, _ := json.Marshal(Event{Seq: 1, RunID: "bench", Agent: ev.Agent, Iteration: 3, Type: ev.Type, Data: benchData})
 	line = append(line, '\n')
 	for _, tc := range []struct {
-		name    string
-		mode    SyncMode
-		secrets []string
+		name string
+		mode SyncMode
 	}{
-		{"background", SyncBackground, nil},
-		{"always", SyncAlways, nil},
+		{"background", SyncBackground},
+		{"always", SyncAlways},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			dir := b.TempDir()

@@ -235,7 +235,7 @@ func (w *Writer) Append(ev Event) error {
 }
 
 // Add is Append returning the event as written: with its Seq, Time and
-// RunID, and its data redacted. Reading Seq() after Append would race with
+// RunID. Reading Seq() after Append would race with
 // other appenders; Add's answer is this line's own, fit to show an observer.
 // Lines held by Hold go out in the same write, before this one.
 func (w *Writer) Add(ev Event) (Event, error) {

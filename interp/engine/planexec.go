@@ -220,12 +220,10 @@ func (r *run) runPlanStep(ctx context.Context, s planStep, deps []stepResult) (s
 	switch t.Reason {
 	case Completed:
 		return res.Answer, nil
-	case BudgetExceeded, MaxIterations:
-		// The budget is shared: what stopped the step stops the plan.
-		return "", &planStopError{err: peTerminationErr(t)}
-	case AgentTerminated:
-		// The step's model ended the run (allow_terminate), and a policy
-		// let it: that ends the plan too, not just the step.
+	case BudgetExceeded, MaxIterations, AgentTerminated:
+		// The budget is shared: what stopped the step stops the plan. And
+		// a step's model that ended the run (allow_terminate), with a
+		// policy's leave, ends the plan too, not just the step.
 		return "", &planStopError{err: peTerminationErr(t)}
 	case TimedOut:
 		if t.Limit == "timeout" { // the run's own deadline, not step_timeout

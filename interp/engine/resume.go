@@ -54,7 +54,10 @@ func (e *Engine) resume(ctx context.Context, runID string, events []journal.Even
 	}
 	// The budget covers the whole run, so the resumed part starts with
 	// everything the journal says was spent, including the model calls of
-	// an iteration cut short (they were paid for).
+	// an iteration cut short (they were paid for). A reply is written with
+	// the line after it (hold): one that arrived less than a gate's time,
+	// or 50 ms of a read-only round, before the kill was paid for and is
+	// not counted.
 	spent := spentBy(events)
 	ro := RunOptions{RunID: runID, Mode: st.Mode, Depth: st.Depth, Ancestors: st.Ancestors}
 	r, err := e.newRun(ctx, st.Agent, st.Input, ro)
