@@ -148,14 +148,19 @@ func (c *compiler) warnNeverAllowed(a *plan.Agent, tools []string) {
 		gates = append(gates, g)
 	}
 	for _, t := range tools {
-		allowed := false
-		for _, g := range gates {
-			if policy.MayAllowTool(g, t) {
-				allowed = true
+		deniedBy, allowed := "", false
+		for i, g := range gates {
+			if policy.DeniesTool(g, t) {
+				deniedBy = a.Policies[i]
 				break
 			}
+			allowed = allowed || policy.MayAllowTool(g, t)
 		}
-		if !allowed {
+		switch {
+		case deniedBy != "":
+			c.warnf(c.attrRange(a.Address, "tools"), "Tool always denied",
+				"%s lists tool.%s, but %s denies it outright, and a deny wins over any allow, so every call would be denied. Remove the tool or the deny pattern.", a.Address, t, deniedBy)
+		case !allowed:
 			c.warnf(c.attrRange(a.Address, "tools"), "Tool never allowed",
 				"%s lists tool.%s, but none of its policies allows or asks for it, so every call would be denied (on_no_policy = \"deny\"). Add %q to a rules policy's allow list.", a.Address, t, t)
 		}

@@ -222,6 +222,22 @@ func glob(pattern, s string) bool {
 	return px == len(pattern)
 }
 
+// DeniesTool reports whether g is built-in rules with a bare deny pattern
+// that names tool: every call of it is denied, whatever any policy allows
+// (a deny wins in a chain).
+func DeniesTool(g Gate, tool string) bool {
+	r, ok := g.(*Rules)
+	if !ok {
+		return false
+	}
+	for _, p := range r.deny {
+		if p.arg == "" && glob(p.name, tool) {
+			return true
+		}
+	}
+	return false
+}
+
 // MayAllowTool reports whether g could ever let a call of tool through, for
 // `symbi validate`'s warning about an agent whose tools no policy allows.
 // Only built-in rules can be answered statically: a bare deny pattern that
@@ -233,10 +249,8 @@ func MayAllowTool(g Gate, tool string) bool {
 	if !ok {
 		return true
 	}
-	for _, p := range r.deny {
-		if p.arg == "" && glob(p.name, tool) {
-			return false
-		}
+	if DeniesTool(g, tool) {
+		return false
 	}
 	for _, list := range [][]rulePattern{r.ask, r.allow} {
 		for _, p := range list {
