@@ -30,6 +30,17 @@ type ApprovalRecord struct {
 	Reason   string    `json:"reason,omitempty"`
 }
 
+// TimeoutRecord is the record of a request nobody answered within (a
+// positive limit; zero: its deadline, unnamed): a deny, by and via
+// "timeout".
+func TimeoutRecord(id string, within time.Duration, at time.Time) ApprovalRecord {
+	reason := "nobody answered in time (a timeout is a deny)"
+	if within > 0 {
+		reason = fmt.Sprintf("nobody answered within %s (a timeout is a deny)", within)
+	}
+	return ApprovalRecord{ID: id, By: "timeout", Via: "timeout", At: at, Reason: reason}
+}
+
 // Approver asks a person. A timeout is not an error: it is a record with
 // Approved false and Via "timeout". Errors are failures to ask (I/O, a
 // cancelled context).

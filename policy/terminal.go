@@ -123,9 +123,7 @@ func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRe
 	case <-expired:
 		fmt.Fprintln(t.Out)
 		t.unanswered = true
-		rec.By, rec.Via, rec.At = "timeout", "timeout", t.now()
-		rec.Reason = fmt.Sprintf("nobody answered within %s (a timeout is a deny)", timeout)
-		return rec, nil
+		return TimeoutRecord(req.ID, timeout, t.now()), nil
 	case l, ok := <-t.lines:
 		t.unanswered = false
 		rec.At = t.now()

@@ -197,7 +197,7 @@ func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeo
 	if err != nil && errors.Is(context.Cause(ctx), builtins.ErrEscalationTimeout) {
 		// The question's deadline and the approver's own timeout are the
 		// same instant; whichever fired, nobody answered in time.
-		rec, err = policy.ApprovalRecord{By: "timeout", Via: "timeout", At: r.e.opts.Now(), Reason: fmt.Sprintf("nobody answered within %s (a timeout is a deny)", timeout)}, nil
+		rec, err = policy.TimeoutRecord("", timeout, r.e.opts.Now()), nil
 	}
 	d := r.recordApproval(a, rec, err)
 	if err != nil {
