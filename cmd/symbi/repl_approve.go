@@ -83,6 +83,7 @@ func (in *lineInput) next(ctx context.Context, prompt string) (string, error) {
 	if ch == nil {
 		in.show(prompt, false)
 		ch = make(chan lineOrErr, 1)
+		in.waitFor(ch) // before the read starts: a Ctrl-C it returns is this prompt's
 		go func() {
 			line, err := in.read()
 			in.wmu.Lock()
@@ -93,9 +94,9 @@ func (in *lineInput) next(ctx context.Context, prompt string) (string, error) {
 			ch <- lineOrErr{line, err}
 		}()
 	} else {
+		in.waitFor(ch)
 		in.show(prompt, true)
 	}
-	in.waitFor(ch)
 	defer in.waitFor(nil)
 	select {
 	case l := <-ch:
@@ -127,21 +128,18 @@ type lineApprover struct {
 	out   io.Writer
 	by    string
 	input *lineInput
-	echo  bool             // print the answer after the prompt: a script's lines are not echoed as typed
-	now   func() time.Time // nil is time.Now
-}
-
-func (a *lineApprover) clock() time.Time {
-	if a.now != nil {
-		return a.now()
-	}
-	return time.Now()
+	echo  bool // print the answer after the prompt: a script's lines are not echoed as typed
+	// mu: one request on the screen at a time, so a "y" answers the
+	// request shown above it (two escalations can ask at once).
+	mu sync.Mutex
 }
 
 func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.ApprovalRecord, error) {
 	if err := ctx.Err(); err != nil {
 		return policy.ApprovalRecord{}, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	fmt.Fprintf(a.out, "agent %s wants to run %s\n", req.Agent, req.Action)
 	if len(req.Action.Arguments) > 0 {
 		fmt.Fprintf(a.out, "  arguments: %s\n", req.Action.Arguments)
@@ -150,15 +148,25 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 		fmt.Fprintf(a.out, "  why asked: %s\n", req.Reason)
 	}
 	wait, stop := ctx, context.CancelFunc(func() {})
-	limit := req.Timeout
 	switch {
-	case limit > 0:
-		wait, stop = context.WithTimeout(ctx, limit)
+	case req.Timeout > 0:
+		wait, stop = context.WithTimeout(ctx, req.Timeout)
 	case !req.Expires.IsZero():
-		limit = req.Expires.Sub(a.clock()).Round(time.Second)
 		wait, stop = context.WithDeadline(ctx, req.Expires)
 	}
 	defer stop()
+	// What a timeout reports waiting: until the first of the request's
+	// limit and the caller's deadline (an escalation puts its timeout on
+	// both).
+	var limit time.Duration
+	if d, ok := wait.Deadline(); ok {
+		limit = time.Until(d)
+		if limit >= time.Second {
+			limit = limit.Round(time.Second)
+		} else {
+			limit = limit.Round(time.Millisecond)
+		}
+	}
 	rec := policy.ApprovalRecord{ID: req.ID, By: a.by, Via: "terminal"}
 	line, err := a.input.next(wait, "Approve? [y/N] ")
 	switch {
@@ -166,11 +174,7 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 	case errors.Is(err, context.DeadlineExceeded):
 		// The request's own limit, or a deadline the caller put on asking
 		// (an escalation's timeout): either way nobody answered in time.
-		rec.By, rec.Via, rec.At = "timeout", "timeout", a.clock()
-		rec.Reason = "nobody answered in time (a timeout is a deny)"
-		if limit > 0 {
-			rec.Reason = fmt.Sprintf("nobody answered within %s (a timeout is a deny)", limit)
-		}
+		rec = policy.TimeoutRecord(req.ID, limit, time.Now())
 		fmt.Fprintf(a.out, "\n%s\n", rec.Reason)
 		return rec, nil
 	case ctx.Err() != nil:
@@ -180,14 +184,14 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 		if a.echo {
 			fmt.Fprintln(a.out)
 		}
-		rec.At = a.clock()
+		rec.At = time.Now()
 		rec.Reason = "no answer (denied)"
 		return rec, nil
 	}
 	if a.echo {
 		fmt.Fprintln(a.out, line)
 	}
-	rec.At = a.clock()
+	rec.At = time.Now()
 	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 	switch strings.ToLower(word) {
 	case "y", "yes":

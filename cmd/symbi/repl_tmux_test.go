@@ -11,10 +11,6 @@ import (
 	"time"
 )
 
-// TestReplTmux drives the real `symbi repl` on a terminal, under tmux:
-// Tab completes an attribute path, open brackets continue the input on
-// the next line, an error shows a caret, and the history is saved. The
-// symbi on PATH is this test binary (TestMain puts it there).
 // replOnTmux starts `symbi repl .` in dir on a tmux terminal (prefix goes
 // before the command, e.g. an env assignment) and returns how to type
 // (literal text, then named keys) and how to wait for the screen to match.
@@ -75,6 +71,10 @@ func replOnTmux(t *testing.T, ctx context.Context, dir, prefix string) (keys fun
 	return keys, waitFor
 }
 
+// TestReplTmux drives the real `symbi repl` on a terminal, under tmux:
+// Tab completes an attribute path, open brackets continue the input on
+// the next line, an error shows a caret, and the history is saved. The
+// symbi on PATH is this test binary (TestMain puts it there).
 func TestReplTmux(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("../../testdata/repl/config")); err != nil {
