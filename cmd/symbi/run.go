@@ -151,9 +151,14 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	}
 	defer func() {
 		// Close waits for the journal's final fsync: a journal that did not
-		// reach the disk is a failure, whatever the run's outcome.
-		if cerr := e.Close(); cerr != nil && err == nil {
-			err = exitWith(exitFailure, "%v", cerr)
+		// reach the disk is a failure, whatever the run's outcome; a run
+		// that already failed or stopped keeps its exit code and says so.
+		if cerr := e.Close(); cerr != nil {
+			if err == nil {
+				err = exitWith(exitFailure, "%v", cerr)
+			} else {
+				fmt.Fprintf(stderr, "error: %v\n", cerr)
+			}
 		}
 	}()
 
