@@ -54,7 +54,10 @@ func parseFile(src []byte, name string) (*hcl.File, hcl.Diagnostics) {
 			return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 		}
 		diags = append(diags, ds...)
-		body := pf.Body.(*hclsyntax.Body)
+		body, ok := pf.Body.(*hclsyntax.Body)
+		if !ok {
+			return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		}
 		for k, a := range body.Attributes {
 			if _, dup := joined.Attributes[k]; dup {
 				// hclsyntax reports a duplicate argument; let it.
