@@ -127,7 +127,7 @@ func (l *Loader) cedar(address string, pol plan.CedarPolicy) (*Cedar, error) {
 			all = append(all, located{id, ref.Path, pol})
 		}
 	}
-	own, err := cedarFileEntities(pol.Entities, l.baseDir, l.planEntities())
+	own, err := l.fileEntities(pol.Entities)
 	if err != nil {
 		errs = append(errs, &LoadError{Policy: address, File: pol.Entities.Path, Err: fmt.Errorf("cedar entities: %w", err)})
 	}

@@ -22,10 +22,11 @@ func FromPlan(ctx context.Context, p *plan.Plan, addr string, baseDir string) (G
 	return NewLoader(p, baseDir).Gate(ctx, addr)
 }
 
-// Loader prepares the policies of one plan. What a Cedar policy derives
-// from the plan alone (an entity for every tool and agent, and a schema
-// with those entities checked against it) is built once per Loader and
-// shared, never written, by every gate it returns: preparing N Cedar
+// Loader prepares the policies of one plan, each once. What a Cedar policy
+// derives from the plan and its files (an entity for every tool and agent,
+// each schema with those entities checked against it, each entities file
+// merged with them) is built once per Loader and shared, never written, by
+// every gate it returns: preparing N Cedar
 // policies over M tools costs N+M, not N×M. The plan must not change while
 // the Loader is in use. A Loader is safe for concurrent use.
 type Loader struct {
@@ -34,8 +35,20 @@ type Loader struct {
 
 	planEntities func() types.EntityMap // once
 
-	mu      sync.Mutex
-	schemas map[[2]string]*cedarSchema // by path and sha256
+	mu       sync.Mutex
+	gates    map[string]loadedGate        // by policy address
+	schemas  map[[2]string]*cedarSchema   // by path and sha256
+	entities map[[2]string]loadedEntities // Cedar entities files, by path and sha256
+}
+
+type loadedGate struct {
+	gate Gate
+	err  error
+}
+
+type loadedEntities struct {
+	entities types.EntityMap
+	err      error
 }
 
 // NewLoader returns a Loader for p, reading files relative to baseDir.
@@ -44,12 +57,32 @@ func NewLoader(p *plan.Plan, baseDir string) *Loader {
 		plan:         p,
 		baseDir:      baseDir,
 		planEntities: sync.OnceValue(func() types.EntityMap { return cedarPlanEntities(p) }),
+		gates:        map[string]loadedGate{},
 		schemas:      map[[2]string]*cedarSchema{},
+		entities:     map[[2]string]loadedEntities{},
 	}
 }
 
-// Gate prepares the policy at addr, as FromPlan does.
+// Gate prepares the policy at addr, as FromPlan does, once: agents that
+// share a policy share its gate (gates are safe for concurrent use).
 func (l *Loader) Gate(ctx context.Context, addr string) (Gate, error) {
+	l.mu.Lock()
+	got, ok := l.gates[addr]
+	l.mu.Unlock()
+	if ok {
+		return got.gate, got.err
+	}
+	g, err := l.prepare(ctx, addr)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if got, ok := l.gates[addr]; ok {
+		return got.gate, got.err // prepared meanwhile by another caller
+	}
+	l.gates[addr] = loadedGate{g, err}
+	return g, err
+}
+
+func (l *Loader) prepare(ctx context.Context, addr string) (Gate, error) {
 	p := l.plan
 	if p == nil {
 		return nil, fmt.Errorf("%w: %s (no plan)", ErrUnknownPolicy, addr)
@@ -85,6 +118,24 @@ func (l *Loader) schema(ref plan.FileRef) *cedarSchema {
 	s := newCedarSchema(ref, l.baseDir, l.planEntities())
 	l.schemas[key] = s
 	return s
+}
+
+// fileEntities reads a Cedar entities file and merges the plan's entities
+// into it, once per file; every policy that names the file shares the
+// result, which none of them writes.
+func (l *Loader) fileEntities(ref *plan.FileRef) (types.EntityMap, error) {
+	if ref == nil {
+		return cedarFileEntities(nil, l.baseDir, nil)
+	}
+	key := [2]string{ref.Path, ref.SHA256}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.entities[key]; ok {
+		return e.entities, e.err
+	}
+	ents, err := cedarFileEntities(ref, l.baseDir, l.planEntities())
+	l.entities[key] = loadedEntities{ents, err}
+	return ents, err
 }
 
 // ChainFromPlan builds the chain of the agent at agentAddr: its policies in

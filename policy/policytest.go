@@ -32,23 +32,10 @@ type TestResult struct {
 // rules of every OPA policy's modules (with the policy's data). A policy
 // that does not load fails the tests that need it, with the load error.
 func RunTests(ctx context.Context, p *plan.Plan, baseDir string) []TestResult {
-	type loaded struct {
-		gate Gate
-		err  error
-	}
-	gates := map[string]loaded{}
-	loader := NewLoader(p, baseDir)
-	gate := func(addr string) (Gate, error) {
-		l, ok := gates[addr]
-		if !ok {
-			l.gate, l.err = loader.Gate(ctx, addr)
-			gates[addr] = l
-		}
-		return l.gate, l.err
-	}
+	loader := NewLoader(p, baseDir) // prepares each policy once
 	var results []TestResult
 	for _, pt := range p.PolicyTests {
-		g, err := gate(pt.Policy)
+		g, err := loader.Gate(ctx, pt.Policy)
 		if err != nil {
 			results = append(results, TestResult{Name: pt.Address, Kind: "policy_test", Location: pt.Range.String(), Message: err.Error()})
 			continue
@@ -60,7 +47,7 @@ func RunTests(ctx context.Context, p *plan.Plan, baseDir string) []TestResult {
 		if pol.Kind != "opa" || pol.OPA == nil {
 			continue
 		}
-		g, err := gate(pol.Address)
+		g, err := loader.Gate(ctx, pol.Address)
 		if err != nil {
 			results = append(results, TestResult{Name: pol.Address, Kind: "rego", Location: pol.Range.String(), Message: err.Error()})
 			continue
