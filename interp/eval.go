@@ -97,6 +97,11 @@ func (c *compiler) eval(expr hcl.Expression) (cty.Value, bool) {
 			"This value is needed at compile time, but env() is evaluated only at run time so that no secret enters a plan. env() may be used in model base_url, tool command argv/env, tool http url/headers, and mcp_server command/url/env.")
 		return cty.NilVal, false
 	}
+	return c.evalWithoutEnv(expr)
+}
+
+// evalWithoutEnv is eval for an expression known not to call env().
+func (c *compiler) evalWithoutEnv(expr hcl.Expression) (cty.Value, bool) {
 	if !c.checkRefs(expr) {
 		return cty.NilVal, false
 	}
@@ -384,7 +389,7 @@ func (c *compiler) pstringExpr(expr hcl.Expression, name string) plan.String {
 	if callsEnv(expr) {
 		return plan.String{Deferred: c.deferredEnv(expr)}
 	}
-	v, ok := c.eval(expr)
+	v, ok := c.evalWithoutEnv(expr)
 	if !ok || v.IsNull() || !v.IsWhollyKnown() {
 		return plan.String{}
 	}
