@@ -131,18 +131,22 @@ func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRe
 			rec.Reason = "the terminal closed before an answer (denied)"
 			return rec, nil
 		}
-		answer := strings.TrimSpace(l.line)
-		word, rest, _ := strings.Cut(answer, " ")
-		switch strings.ToLower(word) {
-		case "y", "yes":
-			rec.Approved = true
-			rec.Reason = strings.TrimSpace(rest)
-		default:
-			rec.Reason = strings.TrimSpace(rest)
-			if rec.Reason == "" {
-				rec.Reason = "denied at the terminal by " + t.By
-			}
+		rec.Approved, rec.Reason = ParseAnswer(l.line)
+		if !rec.Approved && rec.Reason == "" {
+			rec.Reason = "denied at the terminal by " + t.By
 		}
 		return rec, nil
 	}
+}
+
+// ParseAnswer reads a person's answer to "Approve? [y/N]": "y" or "yes"
+// (any case) approves, anything else denies; the rest of the line after
+// the first word is the reason.
+func ParseAnswer(line string) (approved bool, reason string) {
+	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	switch strings.ToLower(word) {
+	case "y", "yes":
+		approved = true
+	}
+	return approved, strings.TrimSpace(rest)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -192,11 +191,6 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 		fmt.Fprintln(a.out, line)
 	}
 	rec.At = time.Now()
-	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
-	switch strings.ToLower(word) {
-	case "y", "yes":
-		rec.Approved = true
-	}
-	rec.Reason = strings.TrimSpace(rest)
+	rec.Approved, rec.Reason = policy.ParseAnswer(line)
 	return rec, nil
 }
