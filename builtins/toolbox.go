@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +50,12 @@ type Options struct {
 	Conventions string
 	// Agent is the agent's address, recorded as the source of stored facts.
 	Agent string
+	// Reserved are names an MCP server's tool may not take as they are,
+	// besides the action types (delegate, respond, terminate) and the
+	// builtins' names, which are always reserved: the engine passes every
+	// tool of the plan, so a server's tool cannot pass for a configured tool
+	// of another agent in a policy the agents share.
+	Reserved []string
 	// Delegate runs another agent for the delegate tool.
 	Delegate func(ctx context.Context, target, task string) (string, error)
 	// Now and Sleep drive circuit breakers, cached results and backoff.
@@ -129,8 +136,11 @@ type Toolbox struct {
 // NewToolbox connects the MCP servers and prepares every tool: schemas are
 // compiled once here. Tool names are plan addresses without "tool."; an MCP
 // server's tools keep their own names, or become "<server>__<tool>" when the
-// name is taken (by a configured tool or an earlier server). Every tool of
-// every server passed joins the toolbox. Close stops the servers.
+// name is reserved (ReservedToolName, Options.Reserved) or taken (by a
+// configured tool or an earlier server). Every tool of every server passed
+// joins the toolbox; a server tool whose name is not of the MCP form (see
+// checkToolName), or whose renamed name is taken too, fails the toolbox.
+// Close stops the servers.
 func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer, opts Options) (_ *Toolbox, err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -182,16 +192,39 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 			return nil, err
 		}
 		for _, e := range ents {
-			if _, taken := tb.tools[e.info.Name]; taken {
-				e.info.Name = sess.name + "__" + e.info.Name
+			own := e.info.Name
+			if tb.nameTaken(own) {
+				e.info.Name = sess.name + "__" + own
 			}
-			if _, taken := tb.tools[e.info.Name]; taken {
-				return nil, fmt.Errorf("%s: tool name %q is taken twice", sess.address, e.info.Name)
+			if tb.nameTaken(e.info.Name) {
+				return nil, fmt.Errorf("%s: tool %q cannot join: %q is reserved or taken, and so is %q", sess.address, own, own, e.info.Name)
 			}
 			tb.add(e)
 		}
 	}
 	return tb, nil
+}
+
+// nameTaken reports whether a server's tool may not take name: a tool of
+// the toolbox has it, or it is reserved.
+func (tb *Toolbox) nameTaken(name string) bool {
+	_, taken := tb.tools[name]
+	return taken || ReservedToolName(name) || slices.Contains(tb.opts.Reserved, name)
+}
+
+// ReservedToolName reports whether name belongs to symbi rather than to any
+// MCP server: an action type (a rule "delegate:target=critic" names the
+// delegate action, and the engine turns a call of a tool named delegate or
+// terminate into that action) or a builtin's name (a rule written for the
+// builtin read_file must never match a server's tool). A server's tool of
+// such a name is renamed "<server>__<name>".
+func ReservedToolName(name string) bool {
+	switch policy.ActionType(name) {
+	case policy.Delegate, policy.Respond, policy.Terminate:
+		return true
+	}
+	_, builtin := builtinSpecs()[name]
+	return builtin
 }
 
 func (tb *Toolbox) add(e *entry) {
@@ -267,9 +300,13 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		if e.info.Description == "" {
 			e.info.Description = mt.Description
 		}
-		if e.info.Effect == "" {
-			e.info.Effect = effectOf(mt.Annotations, sess.srv.Effect)
+		// The block's effect (the compiler gives it the server's when the
+		// block sets none) is a floor the annotations can only raise.
+		declared := e.info.Effect
+		if declared == "" {
+			declared = sess.srv.Effect
 		}
+		e.info.Effect = effectOf(mt.Annotations, declared)
 		e.run = sess.callRun(m.Tool)
 	default:
 		return nil, fmt.Errorf("unknown executor kind %q", t.Executor.Kind)

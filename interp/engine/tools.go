@@ -56,6 +56,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		StateDir:  e.opts.StateDir,
 		Workspace: e.workspace(),
 		Resolve:   e.resolve,
+		Reserved:  e.planToolNames(),
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
 	}
@@ -115,6 +116,17 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	t.specTokens = estimateTools(t.specs)
 	e.toolboxes[a.Address] = t
 	return t, nil
+}
+
+// planToolNames are the names of every configured tool of the plan, which
+// no MCP server's tool may take as it is: a policy shared by several agents
+// names them, and Cedar gives each its configured effect and entities.
+func (e *Engine) planToolNames() []string {
+	out := make([]string, len(e.plan.Tools))
+	for i, t := range e.plan.Tools {
+		out[i] = strings.TrimPrefix(t.Address, "tool.")
+	}
+	return out
 }
 
 // workspace is the root of the file builtins: the plan's workspace,
