@@ -95,7 +95,7 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		sess.cmd = cmd
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	case !s.URL.IsZero():
-		u, err := tb.resolve(s.URL)
+		u, err := tb.resolveURL(s.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s: url: %w", s.Address, err)
 		}

@@ -38,6 +38,11 @@ type Options struct {
 	// value at call time. Resolved values are secrets: never log them. Nil
 	// resolves only strings known at compile time.
 	Resolve func(plan.String) (string, error)
+	// ResolveURL is Resolve for a URL (an http tool's, an MCP server's): each
+	// value it interpolates is percent-encoded for its place, so a token
+	// holding + or & reaches the server as it is (interp.EvalURL). Resolve is
+	// used when nil.
+	ResolveURL func(plan.String) (string, error)
 	// Knowledge backs recall_knowledge and store_knowledge; a
 	// *knowledge.Store fits.
 	Knowledge KnowledgeStore
@@ -110,8 +115,12 @@ const DefaultMaxOutputBytes = 1 << 20
 type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, truncated bool, err error)
 
 type entry struct {
-	info      Info
-	schema    *jsonschema.Schema
+	info   Info
+	schema *jsonschema.Schema
+	// check, when set, refuses arguments the schema lets through but the
+	// executor must not take (a query parameter the URL fixes); Validate
+	// runs it before the gate, the executor again.
+	check     func(args json.RawMessage) error
 	run       runFunc
 	timeout   time.Duration
 	maxOutput int
@@ -277,6 +286,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			return nil, errors.New("http executor without an http block")
 		}
 		e.run = tb.httpRun(*t.Executor.HTTP)
+		e.check = tb.httpCheck(*t.Executor.HTTP)
 	case "mcp":
 		m := t.Executor.MCP
 		if m == nil {
@@ -367,6 +377,11 @@ func (tb *Toolbox) Validate(name string, args json.RawMessage) error {
 	}
 	if err := validateArgs(e.schema, args); err != nil {
 		return fail(InvalidArguments, name, err)
+	}
+	if e.check != nil {
+		if err := e.check(args); err != nil {
+			return fail(InvalidArguments, name, err)
+		}
 	}
 	tb.validated.add(name, args)
 	return nil
@@ -570,6 +585,18 @@ func (tb *Toolbox) resolve(s plan.String) (string, error) {
 	v, err := tb.opts.Resolve(s)
 	if err != nil {
 		// The error names the expression's place, never a value.
+		return "", fmt.Errorf("deferred expression at %s: %w", s.Deferred.Range, err)
+	}
+	return v, nil
+}
+
+// resolveURL is resolve for a URL, through Options.ResolveURL.
+func (tb *Toolbox) resolveURL(s plan.String) (string, error) {
+	if s.Deferred == nil || tb.opts.ResolveURL == nil {
+		return tb.resolve(s)
+	}
+	v, err := tb.opts.ResolveURL(s)
+	if err != nil {
 		return "", fmt.Errorf("deferred expression at %s: %w", s.Deferred.Range, err)
 	}
 	return v, nil

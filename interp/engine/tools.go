@@ -56,10 +56,11 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		StateDir:  e.opts.StateDir,
 		Workspace: e.workspace(),
 		Resolve:   e.resolve,
-		Reserved:  e.planToolNames(),
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
 	}
+	opts.ResolveURL = e.resolveURL
+	opts.Reserved = e.planToolNames()
 	if addr := e.knowledgeOf(a, tools); addr != "" {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {
@@ -195,6 +196,29 @@ func (e *Engine) resolve(s plan.String) (string, error) {
 		v, ok := e.opts.LookupEnv(name)
 		if ok {
 			e.addSecret(v)
+		}
+		return v, ok
+	})
+	if err != nil {
+		return "", err
+	}
+	e.addSecret(v)
+	return v, nil
+}
+
+// resolveURL is resolve for a URL: interp.EvalURL percent-encodes each
+// interpolated value for its place, so a token holding + or & is sent as it
+// is. Each value read, its escaped form (what a server echoing the URL
+// would quote) and the URL join the redaction list.
+func (e *Engine) resolveURL(s plan.String) (string, error) {
+	if s.Deferred == nil {
+		return s.Value, nil
+	}
+	v, err := interp.EvalURL(s, func(name string) (string, bool) {
+		v, ok := e.opts.LookupEnv(name)
+		if ok {
+			e.addSecret(v)
+			e.addSecret(interp.EscapeURLData(v))
 		}
 		return v, ok
 	})
