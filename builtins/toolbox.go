@@ -115,16 +115,16 @@ const DefaultMaxOutputBytes = 1 << 20
 type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, truncated bool, err error)
 
 type entry struct {
-	info   Info
-	schema *jsonschema.Schema
-	// check, when set, refuses arguments the schema lets through but the
-	// executor must not take (a query parameter the URL fixes); Validate
-	// runs it before the gate, the executor again.
-	check     func(args json.RawMessage) error
+	info      Info
+	schema    *jsonschema.Schema
 	run       runFunc
 	timeout   time.Duration
 	maxOutput int
 	breaker   *breaker
+	// check, when set, refuses arguments the schema lets through but the
+	// executor must not take (a query parameter the URL fixes); Validate
+	// runs it before the gate, the executor again.
+	check func(args json.RawMessage) error
 }
 
 // Toolbox holds the tools of one run. It is safe for concurrent use.
