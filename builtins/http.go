@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,41 +20,40 @@ import (
 // error message.
 const maxErrorBody = 512
 
-func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
-	method := strings.ToUpper(h.Method)
-	if method == "" {
-		method = http.MethodPost
+// queryMethod reports whether a method sends no body, so that a call's
+// top-level arguments become query parameters.
+func queryMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodDelete || method == http.MethodHead
+}
+
+func httpMethod(h plan.HTTPExec) string {
+	if h.Method == "" {
+		return http.MethodPost
 	}
+	return strings.ToUpper(h.Method)
+}
+
+func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
+	method := httpMethod(h)
 	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
-		raw, err := tb.resolve(h.URL)
+		u, err := tb.httpURL(h)
 		if err != nil {
 			return "", false, fail(Error, "", err)
 		}
-		u, err := url.Parse(raw)
-		if err != nil {
-			// The URL's text stays out of the message: it may hold a resolved secret.
-			return "", false, fail(Error, "", errors.New("url: not a valid URL"))
-		}
 		var body *bytes.Reader
-		if method == http.MethodGet || method == http.MethodDelete || method == http.MethodHead {
-			// No body on these methods: the top-level arguments become the query.
-			q := u.Query()
-			var m map[string]any
-			if len(args) > 0 {
-				if err := json.Unmarshal(args, &m); err != nil {
-					return "", false, fail(InvalidArguments, "", err)
-				}
+		if queryMethod(method) {
+			// The configured query is sent byte for byte as written, and the
+			// arguments are added after it; none may name a fixed parameter.
+			extra, err := argumentQuery(args, fixedQueryNames(u.RawQuery))
+			if err != nil {
+				return "", false, fail(InvalidArguments, "", err)
 			}
-			for k, v := range m {
-				switch v := v.(type) {
-				case string:
-					q.Set(k, v)
-				default:
-					b, _ := json.Marshal(v)
-					q.Set(k, string(b))
-				}
+			switch {
+			case u.RawQuery == "":
+				u.RawQuery = extra
+			case extra != "":
+				u.RawQuery += "&" + extra
 			}
-			u.RawQuery = q.Encode()
 			body = bytes.NewReader(nil)
 		} else {
 			if len(args) == 0 {
@@ -78,6 +78,94 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 		}
 		return doHTTP(ctx, tb.opts.HTTPClient, req, limit)
 	}
+}
+
+// httpURL is the tool's configured URL, resolved and parsed.
+func (tb *Toolbox) httpURL(h plan.HTTPExec) (*url.URL, error) {
+	raw, err := tb.resolveURL(h.URL)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// The URL's text stays out of the message: it may hold a resolved secret.
+		return nil, errors.New("url: not a valid URL")
+	}
+	return u, nil
+}
+
+// httpCheck refuses, before the gate, the arguments of a query-method call
+// that name a parameter the URL fixes, so no policy is asked about (and no
+// person approves) a call that could not run as proposed. A URL that does
+// not resolve is left for the call to report.
+func (tb *Toolbox) httpCheck(h plan.HTTPExec) func(json.RawMessage) error {
+	if !queryMethod(httpMethod(h)) {
+		return nil
+	}
+	return func(args json.RawMessage) error {
+		u, err := tb.httpURL(h)
+		if err != nil {
+			return nil
+		}
+		_, err = argumentQuery(args, fixedQueryNames(u.RawQuery))
+		return err
+	}
+}
+
+// paramName is the name a server may take a query parameter for: without
+// surrounding spaces, letter case or an array suffix ("user[]", "user[0]"),
+// which frameworks such as PHP, Rails or ASP.NET read as the same parameter.
+func paramName(k string) string {
+	k = strings.ToLower(strings.TrimSpace(k))
+	if i := strings.IndexByte(k, '['); i > 0 {
+		k = k[:i]
+	}
+	return k
+}
+
+// fixedQueryNames are the names of the parameters a configured query
+// fixes, as paramName gives them. Pairs are split at & and ; alike, and a
+// name that does not decode is taken as written.
+func fixedQueryNames(rawQuery string) []string {
+	var out []string
+	for _, pair := range strings.FieldsFunc(rawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		name, _, _ := strings.Cut(pair, "=")
+		if dec, err := url.QueryUnescape(name); err == nil {
+			name = dec
+		}
+		out = append(out, paramName(name))
+	}
+	return out
+}
+
+// argumentQuery encodes a call's top-level arguments as query parameters
+// (a string as it is, anything else as its JSON text), refusing any whose
+// name is one the URL fixes: the model's arguments can add parameters,
+// never replace or double the configured ones.
+func argumentQuery(args json.RawMessage, fixed []string) (string, error) {
+	var m map[string]any
+	if len(bytes.TrimSpace(args)) > 0 {
+		// Numbers keep their text: the server gets the digits the gate saw.
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return "", err
+		}
+	}
+	q := url.Values{}
+	for k, v := range m {
+		if slices.Contains(fixed, paramName(k)) {
+			return "", fmt.Errorf("argument %q would set the query parameter %q, which the tool's URL fixes; arguments can add query parameters, never replace fixed ones", k, paramName(k))
+		}
+		switch v := v.(type) {
+		case string:
+			q.Set(k, v)
+		default:
+			b, _ := json.Marshal(v)
+			q.Set(k, string(b))
+		}
+	}
+	return q.Encode(), nil
 }
 
 // doHTTP sends req and maps the answer: 2xx is the result (body capped at

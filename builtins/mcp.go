@@ -95,7 +95,7 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		sess.cmd = cmd
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	case !s.URL.IsZero():
-		u, err := tb.resolve(s.URL)
+		u, err := tb.resolveURL(s.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s: url: %w", s.Address, err)
 		}
@@ -173,30 +173,80 @@ func (s *mcpSession) toolNames() []string {
 	return out
 }
 
-// effectOf maps MCP annotations to an effect: readOnlyHint is read, an
-// explicit destructiveHint is destructive, anything else takes the server
-// block's effect.
-func effectOf(a *mcp.ToolAnnotations, dflt string) string {
-	switch {
-	case a == nil:
-		return dflt
-	case a.ReadOnlyHint:
-		return "read"
-	case a.DestructiveHint != nil && *a.DestructiveHint:
-		return "destructive"
+// annotatedEffect is what a tool's annotations say it may do, or "" when
+// they say nothing: readOnlyHint is read, destructiveHint true is
+// destructive, and destructiveHint false on a tool that is not read-only
+// (an "additive updates only") is write. A tool that claims both readOnlyHint
+// and destructiveHint true gets the stricter claim.
+func annotatedEffect(a *mcp.ToolAnnotations) string {
+	if a == nil {
+		return ""
 	}
-	return dflt
+	e := ""
+	if a.ReadOnlyHint {
+		e = plan.EffectRead
+	}
+	switch {
+	case a.DestructiveHint == nil:
+	case *a.DestructiveHint:
+		e = plan.StricterEffect(e, plan.EffectDestructive)
+	case !a.ReadOnlyHint:
+		e = plan.StricterEffect(e, plan.EffectWrite)
+	}
+	return e
+}
+
+// effectOf is a server tool's effect: the declared effect (the server
+// block's, or the wrapping tool block's) is a floor, and the annotations,
+// which the server writes and nobody checks, can only raise it. A tool that
+// says readOnlyHint under a block that says destructive stays destructive.
+func effectOf(a *mcp.ToolAnnotations, declared string) string {
+	if declared == "" {
+		declared = plan.EffectNone
+	}
+	return plan.StricterEffect(declared, annotatedEffect(a))
+}
+
+// idempotentOf is whether a server tool's annotations make it idempotent:
+// idempotentHint or readOnlyHint, and only when its effect ended up none or
+// read. For a tool that may change things, a claim that repeating it is
+// harmless would loosen what its effect says.
+func idempotentOf(a *mcp.ToolAnnotations, effect string) bool {
+	if a == nil || (effect != plan.EffectNone && effect != plan.EffectRead) {
+		return false
+	}
+	return a.IdempotentHint || a.ReadOnlyHint
+}
+
+// maxToolName is the longest tool name the MCP specification allows.
+const maxToolName = 128
+
+// checkToolName refuses a server tool name outside the MCP specification's
+// form (1 to 128 of A-Z, a-z, 0-9, _, - and .): a name with a colon, a
+// glob character, a space or a control character could not be named by a
+// rule pattern, or could disguise itself on an approval prompt.
+func checkToolName(name string) error {
+	if name == "" || len(name) > maxToolName {
+		return fmt.Errorf("tool name %q: want 1 to %d characters", name, maxToolName)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Errorf("tool name %q: %q is not allowed (only A-Z, a-z, 0-9, _, - and .)", name, r)
+		}
+	}
+	return nil
 }
 
 // entries are the server's tools, in the server's order, under their own
-// names (NewToolbox renames on collision).
+// names (NewToolbox renames reserved and taken names). A tool whose name is
+// not of the MCP form fails the whole server: it names the server and the
+// tool, and no tool of a server that misnames one joins the toolbox.
 func (s *mcpSession) entries() ([]*entry, error) {
 	var out []*entry
-	dflt := s.srv.Effect
-	if dflt == "" {
-		dflt = "none"
-	}
 	for _, t := range s.tools {
+		if err := checkToolName(t.Name); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.address, err)
+		}
 		params, err := json.Marshal(t.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("%s: tool %s: schema: %w", s.address, t.Name, err)
@@ -205,15 +255,14 @@ func (s *mcpSession) entries() ([]*entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: tool %s: %w", s.address, t.Name, err)
 		}
+		effect := effectOf(t.Annotations, s.srv.Effect)
 		info := Info{
 			Name:        t.Name,
 			Description: t.Description,
 			Parameters:  params,
-			Effect:      effectOf(t.Annotations, dflt),
+			Effect:      effect,
+			Idempotent:  idempotentOf(t.Annotations, effect),
 			Source:      s.address,
-		}
-		if t.Annotations != nil {
-			info.Idempotent = t.Annotations.IdempotentHint || t.Annotations.ReadOnlyHint
 		}
 		out = append(out, &entry{
 			info:      info,

@@ -158,8 +158,10 @@ func TestMCPServers(t *testing.T) {
 					t.Errorf("%s: source %q", info.Name, info.Source)
 				}
 			}
+			// The server block says write: greet's readOnlyHint cannot
+			// lower that floor.
 			want := map[string]string{
-				"calculator": "none", "greet": "read", "wipe": "destructive", "note": "write", "boom": "write", "slow": "write",
+				"calculator": "none", "greet": "write", "wipe": "destructive", "note": "write", "boom": "write", "slow": "write",
 				short + "__calculator": "write",
 			}
 			for n, e := range want {
@@ -276,7 +278,8 @@ func TestMCPToolBlockWrapsAServerTool(t *testing.T) {
 	tool := plan.Tool{Address: "tool.hello", Description: "Say hello", Executor: plan.Executor{Kind: "mcp", MCP: &plan.MCPExec{Server: s.Address, Tool: "greet"}}}
 	tb := newToolbox(t, []plan.Tool{tool}, []plan.MCPServer{s}, Options{})
 	info, _ := tb.Info("hello")
-	if info.Effect != "read" || !strings.Contains(string(info.Parameters), `"name"`) || info.Source != "tool.hello" {
+	// greet's readOnlyHint does not lower its server's effect (write).
+	if info.Effect != "write" || !strings.Contains(string(info.Parameters), `"name"`) || info.Source != "tool.hello" {
 		t.Errorf("info %+v", info)
 	}
 	r, err := tb.Call(context.Background(), approve(t, tb, "hello", `{"name":"Bob"}`))
@@ -341,7 +344,9 @@ func TestMCPFilesystemServerFromNPM(t *testing.T) {
 	}
 	tb := newToolbox(t, []plan.Tool{builtinTool("read_file")}, []plan.MCPServer{s}, Options{Workspace: dir})
 	names := tb.Names()
-	for _, want := range []string{"fs__read_file", "read_text_file", "list_directory", "write_file"} {
+	// read_file is taken by the configured builtin; write_file is a
+	// builtin's name, reserved even though the agent has no such builtin.
+	for _, want := range []string{"fs__read_file", "read_text_file", "list_directory", "fs__write_file"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tool %s missing from %v", want, names)
 		}
@@ -349,7 +354,7 @@ func TestMCPFilesystemServerFromNPM(t *testing.T) {
 	if info, _ := tb.Info("list_directory"); info.Effect != "read" {
 		t.Errorf("list_directory effect %q (readOnlyHint)", info.Effect)
 	}
-	if info, _ := tb.Info("write_file"); info.Effect != "destructive" {
+	if info, _ := tb.Info("fs__write_file"); info.Effect != "destructive" {
 		t.Errorf("write_file effect %q (destructiveHint)", info.Effect)
 	}
 	ctx := context.Background()

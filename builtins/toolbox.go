@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,11 @@ type Options struct {
 	// value at call time. Resolved values are secrets: never log them. Nil
 	// resolves only strings known at compile time.
 	Resolve func(plan.String) (string, error)
+	// ResolveURL is Resolve for a URL (an http tool's, an MCP server's): each
+	// value it interpolates is percent-encoded for its place, so a token
+	// holding + or & reaches the server as it is (interp.EvalURL). Resolve is
+	// used when nil.
+	ResolveURL func(plan.String) (string, error)
 	// Knowledge backs recall_knowledge and store_knowledge; a
 	// *knowledge.Store fits.
 	Knowledge KnowledgeStore
@@ -49,6 +55,12 @@ type Options struct {
 	Conventions string
 	// Agent is the agent's address, recorded as the source of stored facts.
 	Agent string
+	// Reserved are names an MCP server's tool may not take as they are,
+	// besides the action types (delegate, respond, terminate) and the
+	// builtins' names, which are always reserved: the engine passes every
+	// tool of the plan, so a server's tool cannot pass for a configured tool
+	// of another agent in a policy the agents share.
+	Reserved []string
 	// Delegate runs another agent for the delegate tool.
 	Delegate func(ctx context.Context, target, task string) (string, error)
 	// Now and Sleep drive circuit breakers, cached results and backoff.
@@ -109,6 +121,10 @@ type entry struct {
 	timeout   time.Duration
 	maxOutput int
 	breaker   *breaker
+	// check, when set, refuses arguments the schema lets through but the
+	// executor must not take (a query parameter the URL fixes); Validate
+	// runs it before the gate, the executor again.
+	check func(args json.RawMessage) error
 }
 
 // Toolbox holds the tools of one run. It is safe for concurrent use.
@@ -129,8 +145,11 @@ type Toolbox struct {
 // NewToolbox connects the MCP servers and prepares every tool: schemas are
 // compiled once here. Tool names are plan addresses without "tool."; an MCP
 // server's tools keep their own names, or become "<server>__<tool>" when the
-// name is taken (by a configured tool or an earlier server). Every tool of
-// every server passed joins the toolbox. Close stops the servers.
+// name is reserved (ReservedToolName, Options.Reserved) or taken (by a
+// configured tool or an earlier server). Every tool of every server passed
+// joins the toolbox; a server tool whose name is not of the MCP form (see
+// checkToolName), or whose renamed name is taken too, fails the toolbox.
+// Close stops the servers.
 func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer, opts Options) (_ *Toolbox, err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -182,16 +201,39 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 			return nil, err
 		}
 		for _, e := range ents {
-			if _, taken := tb.tools[e.info.Name]; taken {
-				e.info.Name = sess.name + "__" + e.info.Name
+			own := e.info.Name
+			if tb.nameTaken(own) {
+				e.info.Name = sess.name + "__" + own
 			}
-			if _, taken := tb.tools[e.info.Name]; taken {
-				return nil, fmt.Errorf("%s: tool name %q is taken twice", sess.address, e.info.Name)
+			if tb.nameTaken(e.info.Name) {
+				return nil, fmt.Errorf("%s: tool %q cannot join: %q is reserved or taken, and so is %q", sess.address, own, own, e.info.Name)
 			}
 			tb.add(e)
 		}
 	}
 	return tb, nil
+}
+
+// nameTaken reports whether a server's tool may not take name: a tool of
+// the toolbox has it, or it is reserved.
+func (tb *Toolbox) nameTaken(name string) bool {
+	_, taken := tb.tools[name]
+	return taken || ReservedToolName(name) || slices.Contains(tb.opts.Reserved, name)
+}
+
+// ReservedToolName reports whether name belongs to symbi rather than to any
+// MCP server: an action type (a rule "delegate:target=critic" names the
+// delegate action, and the engine turns a call of a tool named delegate or
+// terminate into that action) or a builtin's name (a rule written for the
+// builtin read_file must never match a server's tool). A server's tool of
+// such a name is renamed "<server>__<name>".
+func ReservedToolName(name string) bool {
+	switch policy.ActionType(name) {
+	case policy.Delegate, policy.Respond, policy.Terminate:
+		return true
+	}
+	_, builtin := builtinSpecs()[name]
+	return builtin
 }
 
 func (tb *Toolbox) add(e *entry) {
@@ -244,6 +286,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			return nil, errors.New("http executor without an http block")
 		}
 		e.run = tb.httpRun(*t.Executor.HTTP)
+		e.check = tb.httpCheck(*t.Executor.HTTP)
 	case "mcp":
 		m := t.Executor.MCP
 		if m == nil {
@@ -267,9 +310,13 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		if e.info.Description == "" {
 			e.info.Description = mt.Description
 		}
-		if e.info.Effect == "" {
-			e.info.Effect = effectOf(mt.Annotations, sess.srv.Effect)
+		// The block's effect (the compiler gives it the server's when the
+		// block sets none) is a floor the annotations can only raise.
+		declared := e.info.Effect
+		if declared == "" {
+			declared = sess.srv.Effect
 		}
+		e.info.Effect = effectOf(mt.Annotations, declared)
 		e.run = sess.callRun(m.Tool)
 	default:
 		return nil, fmt.Errorf("unknown executor kind %q", t.Executor.Kind)
@@ -330,6 +377,11 @@ func (tb *Toolbox) Validate(name string, args json.RawMessage) error {
 	}
 	if err := validateArgs(e.schema, args); err != nil {
 		return fail(InvalidArguments, name, err)
+	}
+	if e.check != nil {
+		if err := e.check(args); err != nil {
+			return fail(InvalidArguments, name, err)
+		}
 	}
 	tb.validated.add(name, args)
 	return nil
@@ -533,6 +585,18 @@ func (tb *Toolbox) resolve(s plan.String) (string, error) {
 	v, err := tb.opts.Resolve(s)
 	if err != nil {
 		// The error names the expression's place, never a value.
+		return "", fmt.Errorf("deferred expression at %s: %w", s.Deferred.Range, err)
+	}
+	return v, nil
+}
+
+// resolveURL is resolve for a URL, through Options.ResolveURL.
+func (tb *Toolbox) resolveURL(s plan.String) (string, error) {
+	if s.Deferred == nil || tb.opts.ResolveURL == nil {
+		return tb.resolve(s)
+	}
+	v, err := tb.opts.ResolveURL(s)
+	if err != nil {
 		return "", fmt.Errorf("deferred expression at %s: %w", s.Deferred.Range, err)
 	}
 	return v, nil

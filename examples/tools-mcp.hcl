@@ -6,9 +6,10 @@
 #   go run ./cmd/symbi run examples/tools-mcp.hcl
 #
 # The server may read only this directory (its last argument, "."; the server
-# runs in the configuration directory). Its read-only tools (readOnlyHint) get
-# effect "read"; write_file and the other writing tools would be "destructive"
-# or the server's effect, but the profile hides them from the agent.
+# runs in the configuration directory). The block's effect, "read", is a floor
+# the tools' annotations can only raise: the read-only tools stay "read",
+# write_file (renamed fs__write_file, a builtin's name) is "destructive", and
+# the profile hides every writing tool from the agent.
 
 symbi {
   state_dir = ".symbi"

@@ -160,12 +160,7 @@ func EvalDeferred(e plan.Expr, vars map[string]cty.Value, lookupEnv func(string)
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
-	name := e.Range.Filename
-	if name == "" {
-		name = "<deferred>"
-	}
-	start := hcl.Pos{Line: max(e.Range.Line, 1), Column: max(e.Range.Column, 1)}
-	expr, diags := hclsyntax.ParseExpression([]byte(e.Source), name, start)
+	expr, diags := parseDeferred(e)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
@@ -175,6 +170,17 @@ func EvalDeferred(e plan.Expr, vars map[string]cty.Value, lookupEnv func(string)
 	}
 	v, ds := expr.Value(ctx)
 	return v, append(diags, ds...)
+}
+
+// parseDeferred parses a deferred expression's source, its positions
+// those of the configuration file it came from.
+func parseDeferred(e plan.Expr) (hclsyntax.Expression, hcl.Diagnostics) {
+	name := e.Range.Filename
+	if name == "" {
+		name = "<deferred>"
+	}
+	start := hcl.Pos{Line: max(e.Range.Line, 1), Column: max(e.Range.Column, 1)}
+	return hclsyntax.ParseExpression([]byte(e.Source), name, start)
 }
 
 // EvalString returns a plan.String's value: the literal, or its deferred

@@ -376,7 +376,8 @@ func sampleContext(t ActionType) (types.Record, error) {
 	if err != nil {
 		return types.Record{}, err
 	}
-	return cedarContext(args, "", 0, Usage{})
+	ctx, _, err := cedarContext(args, "", 0, Usage{})
+	return ctx, err
 }
 
 // typeName is a resolved type as the schema's human-readable form spells it.
@@ -416,6 +417,40 @@ func (s *cedarSchema) check(req cedar.Request, extra *types.Entity) error {
 		}
 	}
 	return nil
+}
+
+// declares reports whether the schema declares, for the action's context,
+// the member at path (arguments.ratio), so that a policy could read it. A
+// path the schema gives another shape (a record member where it wants a
+// Long) counts as declared: the value is not what the schema says, and the
+// caller must not quietly drop it.
+func (s *cedarSchema) declares(action types.EntityUID, path []pathStep) bool {
+	a, ok := s.resolved.Actions[action]
+	if !ok || a.AppliesTo == nil {
+		return true
+	}
+	var t resolved.IsType = a.AppliesTo.Context
+	for _, step := range path {
+		switch tt := t.(type) {
+		case resolved.RecordType:
+			if step.elem {
+				return true
+			}
+			attr, ok := tt[types.String(step.key)]
+			if !ok {
+				return false
+			}
+			t = attr.Type
+		case resolved.SetType:
+			if !step.elem {
+				return true
+			}
+			t = tt.Element
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // declared keeps only the members of a request's context that the schema
@@ -667,20 +702,43 @@ func (c *Cedar) request(in Input) (cedar.Request, *types.Entity, error) {
 		return cedar.Request{}, nil, err
 	}
 	var extra *types.Entity
+	effect := in.Action.Effect
 	switch in.Action.Type {
 	case ToolCall:
 		req.Resource = types.NewEntityUID(cedarToolType, types.String(in.Action.Tool))
-		if _, known := c.entities.Get(req.Resource); !known {
-			extra = &types.Entity{UID: req.Resource, Attributes: toolAttributes(in.Action.Effect, in.Action.Tags, nil)}
+		known, ok := c.entities.Get(req.Resource)
+		if !ok {
+			extra = &types.Entity{UID: req.Resource, Attributes: toolAttributes(effect, in.Action.Tags, nil)}
+			break
+		}
+		// The plan knows a configured tool's declared effect; the toolbox may
+		// know it to be stricter (an MCP tool's annotations raise it). The
+		// stricter one is what both resource.effect and context.effect say.
+		declared, _ := known.Attributes.Get("effect")
+		if d, isString := declared.(types.String); isString {
+			effect = plan.StricterEffect(string(d), effect)
+			if effect != string(d) {
+				attrs := known.Attributes.Map()
+				attrs["effect"] = types.String(effect)
+				extra = &types.Entity{UID: known.UID, Parents: known.Parents, Attributes: types.NewRecord(attrs), Tags: known.Tags}
+			}
 		}
 	case Delegate:
 		req.Resource = types.NewEntityUID(cedarAgentType, types.String(in.Action.Target))
 	default:
 		req.Resource = agent
 	}
-	ctx, err := cedarContext(args, in.Action.Effect, in.Run.Iteration, in.Run.Usage)
+	ctx, inexact, err := cedarContext(args, effect, in.Run.Iteration, in.Run.Usage)
 	if err != nil {
 		return cedar.Request{}, nil, err
+	}
+	for _, n := range inexact {
+		// Left out of the context, a number no policy can read does no
+		// harm; one a policy may read must not be rounded into a value that
+		// passes where the real one would not.
+		if c.schema == nil || c.schema.declares(req.Action, n.path) {
+			return cedar.Request{}, nil, n
+		}
 	}
 	if c.schema != nil {
 		ctx = c.schema.declared(req.Action, ctx)
@@ -690,18 +748,19 @@ func (c *Cedar) request(in Input) (cedar.Request, *types.Entity, error) {
 }
 
 // cedarContext is a request's context: {arguments, effect, iteration,
-// usage}.
-func cedarContext(args map[string]any, effect string, iteration int, u Usage) (types.Record, error) {
-	argv, err := cedarValue(args)
+// usage}. Argument numbers that have no exact Cedar value are left out and
+// listed in inexact, for request to decide whether a policy could read them.
+func cedarContext(args map[string]any, effect string, iteration int, u Usage) (_ types.Record, inexact []*inexactNumber, _ error) {
+	argv, err := cedarValue(args, []pathStep{{key: "arguments"}}, &inexact)
 	if err != nil {
-		return types.Record{}, fmt.Errorf("arguments: %w", err)
+		return types.Record{}, nil, fmt.Errorf("arguments: %w", err)
 	}
 	if math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
-		return types.Record{}, errors.New("usage: cost_usd is not a finite number")
+		return types.Record{}, nil, errors.New("usage: cost_usd is not a finite number")
 	}
 	cost, err := types.NewDecimalFromFloat(u.CostUSD)
 	if err != nil {
-		return types.Record{}, fmt.Errorf("usage: %w", err)
+		return types.Record{}, nil, fmt.Errorf("usage: %w", err)
 	}
 	return types.NewRecord(types.RecordMap{
 		"arguments": argv,
@@ -715,41 +774,72 @@ func cedarContext(args map[string]any, effect string, iteration int, u Usage) (t
 			"total_tokens":      types.Long(u.TotalTokens),
 			"cost_usd":          cost,
 		}),
-	}), nil
+	}), inexact, nil
 }
 
-// cedarValue converts decoded JSON to a Cedar value: integers to Long, other
-// numbers to decimal (four places, as Cedar has), arrays to sets, objects to
-// records. A null member is left out: Cedar has no null.
-func cedarValue(v any) (types.Value, error) {
+// pathStep is one step from the context to a value inside it: a record's
+// member, or (elem) any element of a set.
+type pathStep struct {
+	key  string
+	elem bool
+}
+
+func formatPath(path []pathStep) string {
+	var b strings.Builder
+	for i, s := range path {
+		switch {
+		case s.elem:
+			b.WriteString("[]")
+		case i > 0:
+			b.WriteByte('.')
+			fallthrough
+		default:
+			b.WriteString(s.key)
+		}
+	}
+	return b.String()
+}
+
+// inexactNumber is an argument number that no Cedar value holds exactly.
+type inexactNumber struct {
+	path []pathStep // from the context: arguments.ratio
+	err  error
+}
+
+func (n *inexactNumber) Error() string {
+	return fmt.Sprintf("%s: %v; it is refused rather than rounded, so no policy decides on a value the tool would not get", formatPath(n.path), n.err)
+}
+
+// cedarValue converts decoded JSON at path to a Cedar value: strings,
+// booleans, numbers as cedarNumber makes them, arrays to sets, objects to
+// records. A null member is left out: Cedar has no null. A number with no
+// exact Cedar value is left out too, and added to inexact.
+func cedarValue(v any, path []pathStep, inexact *[]*inexactNumber) (types.Value, error) {
 	switch v := v.(type) {
 	case string:
 		return types.String(v), nil
 	case bool:
 		return types.Boolean(v), nil
 	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return types.Long(i), nil
+		n, err := cedarNumber(string(v))
+		if err != nil {
+			*inexact = append(*inexact, &inexactNumber{path: slices.Clone(path), err: err})
+			return nil, nil
 		}
-		if d, err := types.ParseDecimal(string(v)); err == nil {
-			return d, nil
-		}
-		f, err := v.Float64()
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("number %s has no Cedar form", v)
-		}
-		return types.NewDecimalFromFloat(f)
+		return n, nil
 	case []any:
 		set := make([]types.Value, 0, len(v))
 		for _, e := range v {
 			if e == nil {
 				continue
 			}
-			cv, err := cedarValue(e)
+			cv, err := cedarValue(e, append(path, pathStep{elem: true}), inexact)
 			if err != nil {
 				return nil, err
 			}
-			set = append(set, cv)
+			if cv != nil {
+				set = append(set, cv)
+			}
 		}
 		return types.NewSet(set...), nil
 	case map[string]any:
@@ -758,15 +848,83 @@ func cedarValue(v any) (types.Value, error) {
 			if e == nil {
 				continue
 			}
-			cv, err := cedarValue(e)
+			cv, err := cedarValue(e, append(path, pathStep{key: k}), inexact)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
-			m[types.String(k)] = cv
+			if cv != nil {
+				m[types.String(k)] = cv
+			}
 		}
 		return types.NewRecord(m), nil
 	}
 	return nil, fmt.Errorf("%s has no Cedar form", jsonKind(v))
+}
+
+// maxExponent bounds the exponent cedarNumber works with: any number
+// further from 1 than this is out of every Cedar range, or below its
+// precision, whatever its digits.
+const maxExponent = 1 << 16
+
+// cedarNumber converts a JSON number (its text, as the decoder checked it)
+// to the Cedar value that holds it exactly. An integral value — 42, but
+// also 10.0, 1e2 or 1.5e1, which JSON Schema counts as integers — is a
+// Long; another with at most four decimal places (0.5, 2.5e-3) is a
+// decimal. Anything else has no exact Cedar value and is an error: more
+// decimal places (0.50009), or outside the range of a Long or a decimal.
+// Rust Cedar reads only integers from JSON and parses decimal("0.50009") as
+// an error; symbi keeps to the values it can carry exactly, never rounds.
+// The work is on the text, in time linear in its length: an exponent like
+// 1e999999999 costs no more than 1e9.
+func cedarNumber(s string) (types.Value, error) {
+	text := s
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	exp := 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.ParseInt(s[i+1:], 10, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("%s is not a number", text)
+		}
+		exp = int(max(-maxExponent, min(e, maxExponent)))
+		s = s[:i]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	// The value is digits × 10^scale.
+	digits := strings.TrimLeft(whole+frac, "0")
+	scale := exp - len(frac)
+	if digits == "" {
+		return types.Long(0), nil
+	}
+	for strings.HasSuffix(digits, "0") {
+		digits = digits[:len(digits)-1]
+		scale++
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	if scale >= 0 {
+		if scale > 19 {
+			return nil, fmt.Errorf("%s is out of the range of a Cedar Long", text)
+		}
+		i, err := strconv.ParseInt(digits+strings.Repeat("0", scale), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s is out of the range of a Cedar Long", text)
+		}
+		return types.Long(i), nil
+	}
+	if scale < -4 {
+		return nil, fmt.Errorf("%s has more than four decimal places, which a Cedar decimal cannot hold", text)
+	}
+	tenThousandths, err := strconv.ParseInt(digits+strings.Repeat("0", 4+scale), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%s is out of the range of a Cedar decimal", text)
+	}
+	d, err := types.NewDecimal(tenThousandths, -4)
+	if err != nil {
+		return nil, fmt.Errorf("%s is out of the range of a Cedar decimal", text)
+	}
+	return d, nil
 }
 
 // requestEntities layers the one entity a request adds over the shared,

@@ -12,7 +12,8 @@ import (
 
 // NewInput builds the input document for an action of the agent at
 // agentAddr: the tool's effect and tags come from the plan (never from the
-// model), the run's budget from the agent's budget. The engine sets Run.ID,
+// model; an effect in a is kept only when stricter than the plan's, as a
+// toolbox that knows an MCP tool's annotations gives), the run's budget from the agent's budget. The engine sets Run.ID,
 // Run.Iteration, Run.Usage and Agent.DelegationDepth as the run goes; context
 // holds trusted values from the configuration or the command line.
 func NewInput(p *plan.Plan, agentAddr string, a Action, context map[string]any) Input {
@@ -29,7 +30,9 @@ func NewInput(p *plan.Plan, agentAddr string, a Action, context map[string]any) 
 		}
 		if a.Type == ToolCall {
 			if t := p.Tool("tool." + a.Tool); t != nil {
-				in.Action.Effect = t.Effect
+				// The action may know the tool stricter than the plan (an
+				// MCP tool's annotations); never looser.
+				in.Action.Effect = plan.StricterEffect(t.Effect, a.Effect)
 				in.Action.Tags = t.Tags
 			}
 		}

@@ -23,6 +23,12 @@ import (
 // stopping the final answer. Their arguments are target and task, content,
 // and reason.
 //
+// A pattern whose name is an action type ("delegate", "respond",
+// "terminate") allows or asks for that action only, never for a tool call
+// of the same name: "delegate:target=critic" must not let through a tool
+// that merely calls itself delegate. As a deny it stops both, so a deny
+// written for the action never lets such a tool slip past.
+//
 // In a glob, * matches any run of characters (including "/") and ? any one
 // character; everything else matches itself. * crosses "/" (unlike
 // path.Match) because arguments are commands and paths: "shell:cmd=sudo*"
@@ -38,6 +44,9 @@ type rulePattern struct {
 	arg      string // empty: the name alone decides
 	value    string
 	wildName bool // the name has a wildcard: it matches tool calls only
+	// typeName: the name is an action type; as an allow or ask the pattern
+	// matches that action only.
+	typeName bool
 }
 
 // NewRules prepares the patterns, reporting every malformed one.
@@ -81,6 +90,10 @@ func parseRulePattern(s string) (rulePattern, error) {
 		return rulePattern{}, fmt.Errorf("rule %q: not valid UTF-8", s)
 	}
 	p.wildName = strings.ContainsAny(p.name, "*?")
+	switch ActionType(p.name) {
+	case Delegate, Respond, Terminate:
+		p.typeName = true
+	}
 	return p, nil
 }
 
@@ -97,13 +110,13 @@ func (r *Rules) Decide(_ context.Context, in Input) Decision {
 	if err != nil {
 		return Decision{Outcome: Deny, Reason: err.Error(), Engine: "rules"}
 	}
-	if p, ok := r.first(r.deny, in.Action.Type, name, args); ok {
+	if p, ok := r.first(r.deny, false, in.Action.Type, name, args); ok {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("%s matches deny rule %q", in.Action, p), Engine: "rules"}
 	}
-	if p, ok := r.first(r.ask, in.Action.Type, name, args); ok {
+	if p, ok := r.first(r.ask, true, in.Action.Type, name, args); ok {
 		return Decision{Outcome: Ask, Reason: fmt.Sprintf("%s matches ask rule %q", in.Action, p), Engine: "rules"}
 	}
-	if p, ok := r.first(r.allow, in.Action.Type, name, args); ok {
+	if p, ok := r.first(r.allow, true, in.Action.Type, name, args); ok {
 		return Decision{Outcome: Allow, Reason: fmt.Sprintf("%s matches allow rule %q", in.Action, p), Engine: "rules"}
 	}
 	return Decision{Outcome: NotApplicable, Reason: fmt.Sprintf("no rule matches %s", in.Action), Engine: "rules"}
@@ -143,8 +156,13 @@ func isJSONObject(raw json.RawMessage) bool {
 	return len(t) == 0 || t[0] == '{' && json.Valid(t)
 }
 
-func (r *Rules) first(list []rulePattern, typ ActionType, name string, args map[string]any) (string, bool) {
+// first returns the first pattern of list that matches; with lets, a
+// pattern named after an action type matches only that action.
+func (r *Rules) first(list []rulePattern, lets bool, typ ActionType, name string, args map[string]any) (string, bool) {
 	for _, p := range list {
+		if lets && p.typeName && typ == ToolCall {
+			continue
+		}
 		if p.matches(typ, name, args) {
 			return p.text, true
 		}
@@ -254,7 +272,7 @@ func MayAllowTool(g Gate, tool string) bool {
 	}
 	for _, list := range [][]rulePattern{r.ask, r.allow} {
 		for _, p := range list {
-			if glob(p.name, tool) {
+			if !p.typeName && glob(p.name, tool) {
 				return true
 			}
 		}

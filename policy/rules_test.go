@@ -66,6 +66,12 @@ func TestRulesDecisions(t *testing.T) {
 		{"respond denied by content", Action{Type: Respond, Content: "the password is x"}, Deny, "password"},
 		{"respond not matched by wildcard names", Action{Type: Respond, Content: "fine"}, NotApplicable, ""},
 		{"terminate", Action{Type: Terminate, Reason: "done"}, NotApplicable, ""},
+		// A tool that calls itself delegate is not the delegate action: an
+		// allow written for the action never lets it through, a deny does
+		// stop it.
+		{"a tool named delegate is not allowed by a delegate rule", toolCall("delegate", `{"target":"critic","task":"x"}`), NotApplicable, "no rule matches"},
+		{"a tool named delegate is denied by a delegate rule", toolCall("delegate", `{"target":"intern"}`), Deny, "delegate:target=intern"},
+		{"a tool named respond is denied by a respond rule", toolCall("respond", `{"content":"password"}`), Deny, "password"},
 		{"arguments not an object", toolCall("shell", `[1]`), Deny, "object"},
 		// No argument pattern names these tools, so their arguments are
 		// checked without being decoded; the verdicts are the same.
@@ -142,10 +148,10 @@ func TestMayAllowTool(t *testing.T) {
 	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{
 		Deny:  []string{"shell", "write_file:path=/etc/*"},
 		Ask:   []string{"write_*"},
-		Allow: []string{"read_*", "shell"},
+		Allow: []string{"read_*", "shell", "delegate:target=critic"},
 	}))
 	g := mustGate(t, p, "policy.rules")
-	for tool, want := range map[string]bool{"shell": false, "write_file": true, "read_file": true, "web_search": false} {
+	for tool, want := range map[string]bool{"shell": false, "write_file": true, "read_file": true, "web_search": false, "delegate": false} {
 		if got := MayAllowTool(g, tool); got != want {
 			t.Errorf("MayAllowTool(%s) = %v, want %v", tool, got, want)
 		}

@@ -255,13 +255,15 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 			servers = append(servers, *m)
 		}
 	}
-	box, err := builtins.NewToolbox(ctx, []plan.Tool{*t}, servers, builtins.Options{
+	opts := builtins.Options{
 		BaseDir:   s.baseDir(),
 		StateDir:  s.stateDir(),
 		Workspace: filepath.Join(s.baseDir(), p.Settings.Workspace),
 		Resolve:   func(v plan.String) (string, error) { return interp.EvalString(v, s.opts.LookupEnv) },
 		Now:       s.opts.Now,
-	})
+	}
+	opts.ResolveURL = func(v plan.String) (string, error) { return interp.EvalURL(v, s.opts.LookupEnv) }
+	box, err := builtins.NewToolbox(ctx, []plan.Tool{*t}, servers, opts)
 	if err != nil {
 		return "", errorAt(rng, "Tool does not start", "%v", err)
 	}
@@ -272,6 +274,11 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 
 	var b strings.Builder
 	action := policy.Action{Type: policy.ToolCall, Tool: toolName, CallID: "repl", Arguments: args}
+	if info, ok := box.Info(toolName); ok {
+		// A wrapped MCP tool's annotations may make it stricter than the
+		// plan says; NewInput keeps the stricter.
+		action.Effect = info.Effect
+	}
 	var approved policy.Approved
 	loader := policy.NewLoader(p, s.baseDir()) // shared by every agent's chain
 	for _, agent := range agents {

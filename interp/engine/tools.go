@@ -59,6 +59,8 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
 	}
+	opts.ResolveURL = e.resolveURL
+	opts.Reserved = e.planToolNames()
 	if addr := e.knowledgeOf(a, tools); addr != "" {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {
@@ -115,6 +117,17 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	t.specTokens = estimateTools(t.specs)
 	e.toolboxes[a.Address] = t
 	return t, nil
+}
+
+// planToolNames are the names of every configured tool of the plan, which
+// no MCP server's tool may take as it is: a policy shared by several agents
+// names them, and Cedar gives each its configured effect and entities.
+func (e *Engine) planToolNames() []string {
+	out := make([]string, len(e.plan.Tools))
+	for i, t := range e.plan.Tools {
+		out[i] = strings.TrimPrefix(t.Address, "tool.")
+	}
+	return out
 }
 
 // workspace is the root of the file builtins: the plan's workspace,
@@ -183,6 +196,29 @@ func (e *Engine) resolve(s plan.String) (string, error) {
 		v, ok := e.opts.LookupEnv(name)
 		if ok {
 			e.addSecret(v)
+		}
+		return v, ok
+	})
+	if err != nil {
+		return "", err
+	}
+	e.addSecret(v)
+	return v, nil
+}
+
+// resolveURL is resolve for a URL: interp.EvalURL percent-encodes each
+// interpolated value for its place, so a token holding + or & is sent as it
+// is. Each value read, its escaped form (what a server echoing the URL
+// would quote) and the URL join the redaction list.
+func (e *Engine) resolveURL(s plan.String) (string, error) {
+	if s.Deferred == nil {
+		return s.Value, nil
+	}
+	v, err := interp.EvalURL(s, func(name string) (string, bool) {
+		v, ok := e.opts.LookupEnv(name)
+		if ok {
+			e.addSecret(v)
+			e.addSecret(interp.EscapeURLData(v))
 		}
 		return v, ok
 	})
