@@ -77,11 +77,14 @@ type Model struct {
 	Range            Range    `json:"range"`
 }
 
-// The bounds of a model's max_response_bytes, and its default.
+// The bounds of a model's max_response_bytes, and its default. A response
+// is journalled whole in one journal line of at most 64 MiB, twice (as the
+// turn and as the message) and JSON-escaped: at 16 MiB it fits unless most
+// of its text needs escaping.
 const (
 	DefaultMaxResponseBytes = 8 << 20
 	MinMaxResponseBytes     = 1 << 10
-	MaxMaxResponseBytes     = 256 << 20
+	MaxMaxResponseBytes     = 16 << 20
 )
 
 // Pricing is USD per million tokens.

@@ -6,7 +6,7 @@ model "tiny" {
 model "huge" {
   provider           = "openai"
   name               = "x"
-  max_response_bytes = 268435457 # ERROR: Invalid value
+  max_response_bytes = 16777217 # ERROR: Invalid value
 }
 model "fraction" {
   provider           = "openai"
