@@ -84,8 +84,8 @@ func TestFloodEnds(t *testing.T) {
 }
 
 // TestEndlessFloodStopsWithTheClient reads part of an endless flood and
-// goes away: the server's handler must end, or closing the server (at the
-// test's end) would wait for it.
+// goes away: the flood must end, when the client goes or the server
+// closes, or Close (which waits for every handler) would hang here.
 func TestEndlessFloodStopsWithTheClient(t *testing.T) {
 	for _, f := range []Flood{{}, {Arguments: true, OneLine: true}} {
 		s := New(t, WithReplies(Reply{Flood: &f}))
