@@ -115,15 +115,16 @@ type eventStream struct {
 	state   lineState
 	head    []byte // a line's first bytes, while its kind is undecided
 	pending []byte // bytes decided on and not yet passed on
-	line    int64  // bytes of the current line passed on so far
-	other   int64  // bytes of lines go-openai keeps
+	decided [headMax]byte
+	line    int64 // bytes of the current line passed on so far
+	other   int64 // bytes of lines go-openai keeps
 }
 
 type lineState int
 
 const (
 	lineStart   lineState = iota // collecting head
-	lineData                     // passing a data: line on
+	linePassed                   // passing a data: line or a blank line on
 	lineOther                    // passing on, and counting, a line go-openai keeps
 	lineDropped                  // dropping a comment or an unused field
 )
@@ -139,7 +140,7 @@ var (
 const headMax = 8
 
 func newEventStream(body io.ReadCloser, maxLine, maxOther int64, ex *exchange) *eventStream {
-	return &eventStream{body: body, maxLine: maxLine, maxOther: maxOther, ex: ex, in: make([]byte, 32<<10), head: make([]byte, 0, headMax)}
+	return &eventStream{body: body, maxLine: maxLine, maxOther: maxOther, ex: ex, in: make([]byte, 4<<10), head: make([]byte, 0, headMax)}
 }
 
 func (s *eventStream) Close() error { return s.body.Close() }
@@ -226,12 +227,12 @@ func (s *eventStream) decide() bool {
 	state := lineOther
 	switch {
 	case bytes.HasPrefix(h, dataField):
-		state = lineData
+		state = linePassed
 	case h[0] == ':' || hasAnyPrefix(h, droppedFields):
 		state = lineDropped
 	case ended && blank(h):
 		// go-openai keeps nothing of a blank line.
-		state = lineData
+		state = linePassed
 	case !ended && len(h) < headMax && (isPrefix(h, dataField) || anyIsPrefix(h, droppedFields) || blank(h)):
 		return false
 	}
@@ -244,7 +245,9 @@ func (s *eventStream) decide() bool {
 		s.state = lineDropped
 	default:
 		s.state = state
-		s.pending = append([]byte(nil), h...)
+		// Copied: head is reused for the next line; pending is passed on
+		// before that line is scanned.
+		s.pending = s.decided[:copy(s.decided[:], h)]
 		if s.count(len(h)) {
 			return true
 		}
