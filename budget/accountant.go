@@ -148,7 +148,23 @@ type Reservation struct {
 	pricing *plan.Pricing
 	amount  Usage
 	stage   bool // from ReserveStage rather than ReserveModelCall
-	settled bool // guarded by a.mu
+	// out is the output the call may stream (ReserveModelCall's cap).
+	out outputCap
+	// guarded by a.mu
+	settled  bool
+	streamed int64 // output tokens streamed so far, estimated (Streamed)
+}
+
+// outputCap is the most output a model call may produce, and the limit that
+// set it: the caller's max_output_tokens, or what max_completion_tokens,
+// max_total_tokens or max_cost_usd had left when the call was reserved.
+// base is what the limit had already taken (other calls, the prompt); each
+// output token adds unit to it (1, or its price under max_cost_usd).
+type outputCap struct {
+	tokens     int64 // math.MaxInt64: unbounded
+	limit      string
+	max        float64
+	base, unit float64
 }
 
 // Estimate is what the reservation holds: one model call, the estimated
@@ -200,16 +216,21 @@ func (a *Accountant) ReserveModelCall(estimatedPromptTokens int64, maxOutputToke
 			return nil, 0, exceeded(MaxPromptTokens, float64(m), float64(p))
 		}
 	}
-	outCap := int64(math.MaxInt64)
+	capped := outputCap{tokens: math.MaxInt64}
+	lower := func(left int64, limit string, max, base, unit float64) {
+		if left < capped.tokens {
+			capped = outputCap{tokens: left, limit: limit, max: max, base: base, unit: unit}
+		}
+	}
 	if maxOut > 0 {
-		outCap = maxOut
+		lower(maxOut, MaxOutputTokens, float64(maxOut), 0, 1)
 	}
 	if m := a.b.MaxCompletionTokens; m > 0 {
 		left := m - t.CompletionTokens
 		if left <= 0 {
 			return nil, 0, exceeded(MaxCompletionTokens, float64(m), float64(t.CompletionTokens)+1)
 		}
-		outCap = min(outCap, left)
+		lower(left, MaxCompletionTokens, float64(m), float64(t.CompletionTokens), 1)
 	}
 	if m := a.b.MaxTotalTokens; m > 0 {
 		withPrompt, _ := satAdd(t.TotalTokens, prompt)
@@ -217,7 +238,7 @@ func (a *Accountant) ReserveModelCall(estimatedPromptTokens int64, maxOutputToke
 		if left <= 0 {
 			return nil, 0, exceeded(MaxTotalTokens, float64(m), float64(withPrompt)+1)
 		}
-		outCap = min(outCap, left)
+		lower(left, MaxTotalTokens, float64(m), float64(withPrompt), 1)
 	}
 	if pricing != nil && (!validCost(pricing.InputUSDPerMTok) || !validCost(pricing.OutputUSDPerMTok)) {
 		return nil, 0, a.fail(fmt.Errorf("%w: pricing %+v is negative or not finite", ErrInvalidUsage, *pricing))
@@ -230,15 +251,16 @@ func (a *Accountant) ReserveModelCall(estimatedPromptTokens int64, maxOutputToke
 			return nil, 0, exceeded(MaxCostUSD, m, t.CostUSD+promptCost+perToken)
 		}
 		if perToken > 0 {
-			outCap = min(outCap, int64(min(left/perToken, math.MaxInt64/2)))
+			lower(int64(min(left/perToken, math.MaxInt64/2)), MaxCostUSD, m, t.CostUSD+promptCost, perToken)
 		}
 	}
+	outCap := capped.tokens
 	out := a.outputEstimate(maxOut)
 	if outCap != math.MaxInt64 {
 		out = min(out, outCap)
 	}
 	total, _ := satAdd(prompt, out)
-	r := &Reservation{a: a, pricing: pricing, amount: Usage{
+	r := &Reservation{a: a, pricing: pricing, out: capped, amount: Usage{
 		ModelCalls:       1,
 		PromptTokens:     prompt,
 		CompletionTokens: out,
@@ -256,13 +278,53 @@ func (a *Accountant) ReserveModelCall(estimatedPromptTokens int64, maxOutputToke
 // errSettled is returned when a reservation is committed or released twice.
 var errSettled = errors.New("budget: reservation already settled")
 
+// Streamed tells the reservation how many output tokens its call has
+// streamed so far: an estimate from the text as it arrives
+// (stdlib.TokenCounter), since a provider reports usage only at the end, if
+// at all. It returns the budget error once the estimate passes the call's
+// allowance — the output cap ReserveModelCall returned, with room for the
+// estimate's error: half as much again, plus 64 tokens, so a model that
+// keeps to max_output_tokens is not cut off — naming the limit that set
+// the cap (MaxOutputTokens when it was the caller's own max_output_tokens).
+// The caller then stops the call. The error is sticky like every budget
+// error, and so is one that ended the run meanwhile, which Streamed
+// returns too. What was streamed counts when the call ends without usage
+// (Commit with known false, Release).
+func (r *Reservation) Streamed(tokens int64) error {
+	a := r.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r.settled {
+		return errSettled
+	}
+	r.streamed = max(r.streamed, tokens)
+	if err := a.check(); err != nil {
+		return err
+	}
+	c := r.out
+	if c.tokens == math.MaxInt64 {
+		return nil
+	}
+	allowed, _ := satAdd(c.tokens, c.tokens/2)
+	allowed, _ = satAdd(allowed, streamSlack)
+	if r.streamed <= allowed {
+		return nil
+	}
+	return a.fail(&Exceeded{Limit: c.limit, Max: c.max, Used: c.base + float64(r.streamed)*c.unit, Preflight: true})
+}
+
+// streamSlack is the part of a streamed call's allowance that does not
+// grow with its cap: a short answer's estimate is the least exact.
+const streamSlack = 64
+
 // Commit reconciles the reservation with what the provider reported and
 // records it. With known usage, a total smaller than prompt + completion is
 // raised to that sum (a malformed report must not reopen spent capacity)
 // and a negative component is replaced by its estimate; with unknown usage
-// the estimate stands. The usage is recorded even when it overshoots a
-// limit; Commit then returns the run's budget error. Stage reservations
-// (ReserveStage) are settled with Settle, which takes every figure.
+// the estimate stands, or what the call streamed (Streamed) when that is
+// more. The usage is recorded even when it overshoots a limit; Commit then
+// returns the run's budget error. Stage reservations (ReserveStage) are
+// settled with Settle, which takes every figure.
 func (r *Reservation) Commit(u provider.Usage, known bool) error {
 	a := r.a
 	a.mu.Lock()
@@ -273,13 +335,35 @@ func (r *Reservation) Commit(u provider.Usage, known bool) error {
 	r.settled = true
 	a.reserved = a.reserved.sub(r.amount)
 	actual := r.amount
-	if known {
+	switch {
+	case known:
 		actual.PromptTokens = nonNegative(u.PromptTokens, r.amount.PromptTokens)
 		actual.CompletionTokens = nonNegative(u.CompletionTokens, r.amount.CompletionTokens)
 		sum, _ := satAdd(actual.PromptTokens, actual.CompletionTokens)
 		actual.TotalTokens = max(u.TotalTokens, sum)
 		actual.CostUSD = Cost(r.pricing, actual.PromptTokens, actual.CompletionTokens)
+	case r.streamed > actual.CompletionTokens:
+		actual = r.streamedUsage()
 	}
+	return a.record(actual)
+}
+
+// streamedUsage is one call of the estimated prompt and the output it
+// streamed.
+func (r *Reservation) streamedUsage() Usage {
+	total, _ := satAdd(r.amount.PromptTokens, r.streamed)
+	return Usage{
+		ModelCalls:       1,
+		PromptTokens:     r.amount.PromptTokens,
+		CompletionTokens: r.streamed,
+		TotalTokens:      total,
+		CostUSD:          Cost(r.pricing, r.amount.PromptTokens, r.streamed),
+	}
+}
+
+// record adds a settled call's usage and returns the budget error when a
+// limit is now passed. a.mu is held.
+func (a *Accountant) record(actual Usage) error {
 	if !validCost(actual.CostUSD) {
 		return a.fail(fmt.Errorf("%w: call cost %v", ErrInvalidUsage, actual.CostUSD))
 	}
@@ -319,10 +403,15 @@ func nonNegative(v, fallback int64) int64 {
 
 // Release ends a reservation whose call failed without usage. The call
 // still counts against max_model_calls, so a model that keeps failing
-// cannot be called without bound; it adds no tokens or cost, since the
-// provider reported none. A call that failed after reporting usage should
-// be committed instead. Releasing a stage reservation (ReserveStage) counts
-// nothing: the stage never ran.
+// cannot be called without bound. It adds no tokens or cost when nothing
+// was streamed: the provider reported none and does not bill a request
+// that produced nothing. A call that failed after streaming output (cut
+// off by Streamed's budget error, by the response byte cap, by a broken
+// connection) counts its estimated prompt and what it streamed, as the
+// provider bills them; a limit that passes is the run's budget error from
+// then on. A call that failed after reporting usage (a stream cut after
+// its usage chunk) should be committed instead. Releasing a stage
+// reservation (ReserveStage) counts nothing: the stage never ran.
 func (r *Reservation) Release() {
 	a := r.a
 	a.mu.Lock()
@@ -332,7 +421,11 @@ func (r *Reservation) Release() {
 	}
 	r.settled = true
 	a.reserved = a.reserved.sub(r.amount)
-	if !r.stage {
+	switch {
+	case r.stage:
+	case r.streamed > 0:
+		_ = a.record(r.streamedUsage())
+	default:
 		a.used.ModelCalls, _ = satAdd(a.used.ModelCalls, 1)
 	}
 }

@@ -756,3 +756,123 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestStreamedStopsPastTheCap streams a call's output past its cap under
+// each limit that can set the cap: the call is allowed its cap and half as
+// much again plus 64 tokens (the estimate's error), and one token more is
+// the named limit's error, sticky.
+func TestStreamedStopsPastTheCap(t *testing.T) {
+	pricing := &plan.Pricing{InputUSDPerMTok: 1e6, OutputUSDPerMTok: 1e6} // $1 a token
+	tests := []struct {
+		name      string
+		b         plan.Budget
+		prompt    int64
+		maxOut    int
+		pricing   *plan.Pricing
+		limit     string
+		max       float64
+		allowed   int64   // the most tokens streamed without an error
+		usedAfter float64 // Exceeded.Used at allowed+1
+	}{
+		{"the call's max_output_tokens", plan.Budget{}, 10, 100, nil, MaxOutputTokens, 100, 100 + 50 + 64, 215},
+		{"max_completion_tokens", plan.Budget{MaxCompletionTokens: 200}, 10, 4096, nil, MaxCompletionTokens, 200, 200 + 100 + 64, 365},
+		{"max_total_tokens after the prompt", plan.Budget{MaxTotalTokens: 1000}, 600, 4096, nil, MaxTotalTokens, 1000, 400 + 200 + 64, 600 + 665},
+		{"max_cost_usd after the prompt's cost", plan.Budget{MaxCostUSD: 500}, 100, 4096, pricing, MaxCostUSD, 500, 400 + 200 + 64, 100 + 665},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _ := newAt(tt.b)
+			r, _, err := a.ReserveModelCall(tt.prompt, tt.maxOut, tt.pricing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int64{1, tt.allowed / 2, tt.allowed} {
+				if err := r.Streamed(n); err != nil {
+					t.Fatalf("Streamed(%d): %v", n, err)
+				}
+			}
+			err = r.Streamed(tt.allowed + 1)
+			wantExceeded(t, err, tt.limit, tt.max, tt.usedAfter, true)
+			if a.Err() != err {
+				t.Errorf("the error is not sticky: Err() = %v", a.Err())
+			}
+			// A smaller count later does not undo it.
+			if err := r.Streamed(1); err == nil {
+				t.Error("Streamed below the allowance after the error returned nil")
+			}
+		})
+	}
+}
+
+func TestStreamedWithoutACapNeverStops(t *testing.T) {
+	a, _ := newAt(plan.Budget{})
+	r, send, err := a.ReserveModelCall(10, 0, nil)
+	if err != nil || send != 0 {
+		t.Fatalf("reserve: send %d, %v", send, err)
+	}
+	if err := r.Streamed(math.MaxInt64 / 2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStreamedReturnsTheRunsError: a call streaming while another limit
+// ends the run is told to stop as well.
+func TestStreamedReturnsTheRunsError(t *testing.T) {
+	a, _ := newAt(plan.Budget{MaxToolCalls: 1})
+	r, _, err := a.ReserveModelCall(10, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ReserveToolCalls(2)
+	wantExceeded(t, r.Streamed(1), MaxToolCalls, 1, 2, true)
+}
+
+// TestStreamedCountsWithoutUsage: a call whose provider reports no usage
+// counts what it streamed when that is more than the estimate, and a call
+// that failed after streaming counts it too; reported usage replaces both.
+func TestStreamedCountsWithoutUsage(t *testing.T) {
+	pricing := &plan.Pricing{InputUSDPerMTok: 1, OutputUSDPerMTok: 2}
+	a, _ := newAt(plan.Budget{EstimatedOutputTokensPerCall: 50})
+	r, _, _ := a.ReserveModelCall(100, 1000, pricing)
+	r.Streamed(300)
+	if err := r.Commit(provider.Usage{}, false); err != nil {
+		t.Fatal(err)
+	}
+	want := Usage{ModelCalls: 1, PromptTokens: 100, CompletionTokens: 300, TotalTokens: 400, CostUSD: (100*1 + 300*2) / 1e6}
+	if diff := cmp.Diff(want, a.Usage(), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Elapsed" }, cmp.Ignore())); diff != "" {
+		t.Errorf("commit without usage (-want +got):\n%s", diff)
+	}
+
+	// Less than the estimate: the estimate stands.
+	b, _ := newAt(plan.Budget{EstimatedOutputTokensPerCall: 50})
+	r, _, _ = b.ReserveModelCall(100, 1000, nil)
+	r.Streamed(20)
+	r.Commit(provider.Usage{}, false)
+	if got := b.Usage().CompletionTokens; got != 50 {
+		t.Errorf("completion %d, want the estimate 50", got)
+	}
+
+	// Reported usage wins.
+	c, _ := newAt(plan.Budget{})
+	r, _, _ = c.ReserveModelCall(100, 1000, nil)
+	r.Streamed(300)
+	r.Commit(usage(90, 7, 97), true)
+	if got := c.Usage(); got.CompletionTokens != 7 || got.TotalTokens != 97 {
+		t.Errorf("usage %+v, want the reported 90+7", got)
+	}
+
+	// A failed call that streamed counts it, and can pass a limit.
+	d, _ := newAt(plan.Budget{MaxTotalTokens: 300})
+	r, _, _ = d.ReserveModelCall(100, 1000, nil)
+	if err := r.Streamed(250); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	if got := d.Usage(); got.ModelCalls != 1 || got.TotalTokens != 350 || d.Reserved() != (Usage{}) {
+		t.Errorf("after a failed streamed call: used %+v, reserved %+v", got, d.Reserved())
+	}
+	wantExceeded(t, d.Err(), MaxTotalTokens, 300, 350, false)
+	if err := r.Streamed(1); !errors.Is(err, errSettled) {
+		t.Errorf("Streamed after Release: %v", err)
+	}
+}

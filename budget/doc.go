@@ -4,7 +4,9 @@
 // is checked before the thing it limits happens.
 //
 // Model calls are reserved before they start, with an estimate of their
-// tokens and cost, and reconciled with what the provider reported after, so
+// tokens and cost, told what they stream as it arrives (a call that streams
+// past its cap is stopped), and reconciled with what the provider reported
+// after, so
 // concurrent callers (parallel tools, best-of-N candidates sharing one
 // budget) cannot together overshoot a limit: a limit is exceeded by at most
 // what calls already in flight consume beyond their estimate. Accounting

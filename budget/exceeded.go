@@ -21,6 +21,10 @@ const (
 	MaxTotalTokens        = "max_total_tokens"
 	MaxCostUSD            = "max_cost_usd"
 	Timeout               = "timeout"
+	// MaxOutputTokens is not a budget field but the call's own
+	// max_output_tokens, which a streamed answer ran past
+	// (Reservation.Streamed).
+	MaxOutputTokens = "max_output_tokens"
 )
 
 // Exceeded is a budget limit that was hit. Test for it with errors.As, or

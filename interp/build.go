@@ -118,6 +118,11 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 		Latency:       c.fraction(b, "latency", 0.5),
 		Range:         c.prange(b.DefRange),
 	}
+	m.MaxResponseBytes = c.integer(b, "max_response_bytes", plan.DefaultMaxResponseBytes)
+	if a := b.Attrs["max_response_bytes"]; a != nil && (m.MaxResponseBytes < plan.MinMaxResponseBytes || m.MaxResponseBytes > plan.MaxMaxResponseBytes) {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "max_response_bytes must be between %d (1 KiB) and %d (16 MiB), not %d.", plan.MinMaxResponseBytes, plan.MaxMaxResponseBytes, m.MaxResponseBytes)
+		m.MaxResponseBytes = plan.DefaultMaxResponseBytes
+	}
 	switch m.Provider {
 	case "openai":
 		c.require(b, "name")

@@ -51,7 +51,7 @@ func TopLevel() map[string]*Schema {
 		"variable": {Labels: named, Attrs: []string{"type", "default", "description", "sensitive"}},
 		"locals":   {Open: true},
 		"model": {Labels: named,
-			Attrs: []string{"provider", "name", "base_url", "api_key_env", "capabilities", "context_window", "quality", "latency", "script"},
+			Attrs: []string{"provider", "name", "base_url", "api_key_env", "capabilities", "context_window", "quality", "latency", "script", "max_response_bytes"},
 			Blocks: map[string]*Schema{
 				"pricing":  {Attrs: []string{"input_usd_per_mtok", "output_usd_per_mtok"}},
 				"timeouts": timeoutsSchema(),

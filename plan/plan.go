@@ -69,9 +69,23 @@ type Model struct {
 	Pricing       *Pricing       `json:"pricing,omitempty"`
 	Timeouts      ModelTimeouts  `json:"timeouts"`
 	Retry         TransportRetry `json:"retry"`
-	Script        *FileRef       `json:"script,omitempty"` // scripted provider only
-	Range         Range          `json:"range"`
+	// MaxResponseBytes bounds one response: its content, reasoning and
+	// tool calls together. Zero (a plan made before it existed) means
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64    `json:"max_response_bytes"`
+	Script           *FileRef `json:"script,omitempty"` // scripted provider only
+	Range            Range    `json:"range"`
 }
+
+// The bounds of a model's max_response_bytes, and its default. A response
+// is journalled whole in one journal line of at most 64 MiB, twice (as the
+// turn and as the message) and JSON-escaped: at 16 MiB it fits unless most
+// of its text needs escaping.
+const (
+	DefaultMaxResponseBytes = 8 << 20
+	MinMaxResponseBytes     = 1 << 10
+	MaxMaxResponseBytes     = 16 << 20
+)
 
 // Pricing is USD per million tokens.
 type Pricing struct {

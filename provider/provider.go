@@ -77,6 +77,11 @@ type Event struct {
 	// (reasoning_content); it is not part of the answer, and symbi never
 	// asks a model for hidden reasoning.
 	ReasoningDelta string
+	// ToolCallDelta is a piece of a tool call (its name or a fragment of
+	// its arguments) as it arrives, there to be counted against the
+	// budget while the call is in flight; the calls themselves arrive
+	// whole in the Response.
+	ToolCallDelta string
 }
 
 // Model is one configured model endpoint. Stream delivers content deltas to
@@ -101,6 +106,10 @@ const (
 	MalformedResponse    ErrorKind = "malformed_response"
 	EmptyResponse        ErrorKind = "empty_response"
 	InvalidRequest       ErrorKind = "invalid_request"
+	// ResponseTooLarge: one response passed the model's max_response_bytes
+	// (content, reasoning and tool calls together), or one line of its
+	// stream, or its body, was longer than such a response could need.
+	ResponseTooLarge ErrorKind = "response_too_large"
 )
 
 // Error is a typed provider failure. Test the kind with errors.As or Is.

@@ -19,3 +19,29 @@ func EstimateTokens(s string) int {
 	}
 	return est
 }
+
+// TokenCounter is EstimateTokens of text that arrives in pieces, such as a
+// streamed answer, without holding the text: after Add(a) and Add(b),
+// Tokens() is EstimateTokens(a + b) for pieces that split the text between
+// runes. The zero value counts nothing yet.
+type TokenCounter struct {
+	bytes, runes int64
+}
+
+// Add counts one more piece.
+func (c *TokenCounter) Add(piece string) {
+	c.bytes += int64(len(piece))
+	c.runes += int64(utf8.RuneCountInString(piece))
+}
+
+// Tokens is the estimate of everything added so far.
+func (c *TokenCounter) Tokens() int64 {
+	if c.bytes == 0 {
+		return 0
+	}
+	est := (c.bytes + 3) / 4
+	if r := (c.runes + 1) / 2; c.runes != c.bytes && r > est {
+		est = r
+	}
+	return est
+}

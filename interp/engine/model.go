@@ -93,14 +93,30 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	}
 	start := r.e.opts.Now()
 	quiet := c.quiet || r.holdAnswer
-	resp, err := m.Stream(ctx, req, func(ev provider.Event) {
+	// The output is counted as it streams, so that a model that will not
+	// stop is stopped by its budget, not at the timeout: the call's context
+	// ends with the budget error.
+	sctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var out stdlib.TokenCounter
+	resp, err := m.Stream(sctx, req, func(ev provider.Event) {
 		if !quiet {
 			r.emitDelta(ev.ContentDelta)
 		}
+		out.Add(ev.ContentDelta)
+		out.Add(ev.ReasoningDelta)
+		out.Add(ev.ToolCallDelta)
+		if err := res.Streamed(out.Tokens()); err != nil {
+			stop(err)
+		}
 	})
 	if err != nil {
-		// A failed call reported no usage; it still counts as a model call.
+		// A failed call reported no usage; it still counts as a model
+		// call, with what it streamed.
 		res.Release()
+		if ctx.Err() == nil && sctx.Err() != nil {
+			err = context.Cause(sctx)
+		}
 		return provider.Response{}, fmt.Errorf("%s: %w", spec.Address, err)
 	}
 	// Every call needs an id to pair it with its result; a provider that

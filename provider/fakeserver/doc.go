@@ -2,8 +2,10 @@
 // Completions wire format, plain JSON and server-sent events, scripted per
 // test, with injectable faults (429 with Retry-After, 500, connection reset,
 // stalls before the first event and mid-stream, malformed JSON, truncated
-// streams). Tests and benchmarks point the openai provider, or a bare
-// go-openai client, at Server.URL().
+// streams) and hostile floods (content without end, tool-call arguments of
+// any size, in one line if asked) generated as they are sent. Tests and
+// benchmarks point the openai provider, or a bare go-openai client, at
+// Server.URL().
 //
 // It is real HTTP on a loopback port, not a stub: what a client sends is
 // decoded and recorded, and what it receives is what a provider would send.

@@ -91,6 +91,10 @@ type Reply struct {
 	Usage   *provider.Usage
 	NoUsage bool
 
+	// Flood, when set, makes the answer a flood of content or of one tool
+	// call's arguments, generated as it is sent (see Flood).
+	Flood *Flood
+
 	// Latency is waited before the response starts (default: WithLatency).
 	Latency time.Duration
 	// ChunkDelay is waited between streamed events.

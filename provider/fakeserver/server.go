@@ -219,11 +219,16 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, reply Reply, ch
 		return
 	}
 
-	if !stream {
+	switch {
+	case reply.Flood != nil && !stream:
+		s.floodPlain(w, r, reply, chat)
+	case reply.Flood != nil:
+		s.floodStream(w, r, reply, chat, includeUsage)
+	case !stream:
 		s.respondPlain(w, r, reply, chat)
-		return
+	default:
+		s.respondStream(w, r, reply, chat, includeUsage)
 	}
-	s.respondStream(w, r, reply, chat, includeUsage)
 }
 
 func (s *Server) respondPlain(w http.ResponseWriter, r *http.Request, reply Reply, chat openai.ChatCompletionRequest) {

@@ -39,6 +39,10 @@ type Config struct {
 	// Streaming asks for server-sent events; false makes one plain request
 	// per turn and delivers the whole content as a single event.
 	Streaming bool
+	// MaxResponseBytes bounds one response: content, reasoning and tool
+	// calls together (default plan.DefaultMaxResponseBytes). A response
+	// that passes it fails with kind ResponseTooLarge.
+	MaxResponseBytes int64
 
 	// HTTPClient is used for every request (default: a client of its own).
 	// Its transport, if an *http.Transport, is cloned to add the connect
@@ -175,10 +179,15 @@ func connectWithin(d time.Duration, dial func(ctx context.Context, network, addr
 // exchange is what the recorder saw of one attempt's HTTP exchange; it rides
 // in the request's context because go-openai's errors carry no headers.
 type exchange struct {
+	// set by attempt, for the body's bound
+	stream   bool
+	maxBytes int64
+
 	sent       bool
 	status     int
 	retryAfter time.Duration
-	body       io.Reader // the response body, for drain
+	body       io.Reader // the response body, bounded, for drain
+	over       error     // the bound the body passed, if it did
 }
 
 type exchangeKey struct{}
@@ -194,7 +203,7 @@ func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && ex != nil {
 		ex.status = resp.StatusCode
 		ex.retryAfter = parseRetryAfter(resp.Header, time.Now())
-		ex.body = resp.Body
+		bound(resp, ex)
 	}
 	return resp, err
 }
@@ -216,5 +225,7 @@ func ConfigFromPlan(m plan.Model, baseURL, apiKey string) Config {
 		Timeouts:  m.Timeouts,
 		Retry:     m.Retry,
 		Streaming: streaming,
+
+		MaxResponseBytes: m.MaxResponseBytes,
 	}
 }

@@ -5,9 +5,11 @@
 // It streams content deltas to the caller as they arrive and assembles
 // tool-call deltas by index; retries 429, 5xx and broken connections before
 // any content was delivered (honouring Retry-After); enforces the four stream
-// timeouts (total, connect, first event, idle); and turns every failure into
-// a *provider.Error whose kind says what went wrong. The API key never
-// appears in an error.
+// timeouts (total, connect, first event, idle); bounds every response
+// (max_response_bytes, and each line and body before go-openai reads it, since
+// go-openai holds whatever it reads); and turns every failure into a
+// *provider.Error whose kind says what went wrong. The API key never appears
+// in an error.
 //
 // It must not import the engine, policies or tools.
 package openai

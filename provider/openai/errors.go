@@ -43,6 +43,10 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 		// failure: hand it back as it is.
 		return failure{err: ctx.Err()}
 	}
+	if ex.over != nil {
+		// Whatever go-openai made of a body cut off at its bound.
+		return failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, ex.over)}
+	}
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, errFirstEventTimeout):
 		return failure{err: m.typed(provider.Timeout, "first_event", 0, fmt.Errorf("no event within %s", m.cfg.Timeouts.FirstEvent))}

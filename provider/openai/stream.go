@@ -93,7 +93,7 @@ func fits(ctx context.Context, d time.Duration) bool {
 // attempt makes one HTTP request. delivered reports whether any delta
 // reached onEvent.
 func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest, onEvent func(provider.Event)) (provider.Response, bool, failure) {
-	ex := &exchange{}
+	ex := &exchange{stream: chat.Stream, maxBytes: m.maxResponseBytes()}
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, exchangeKey{}, ex))
 	defer cancel(nil)
 	// The first-event timer runs from the request's start, so it covers a
@@ -112,10 +112,17 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 			timer.Stop()
 		}
 		out, f := m.plainResponse(resp, ex)
-		if f.err == nil && out.Content != "" {
+		if f.err != nil {
+			return out, false, f
+		}
+		if out.Content != "" {
 			onEvent(provider.Event{ContentDelta: out.Content})
 		}
-		return out, f.err == nil && out.Content != "", f
+		for _, c := range out.ToolCalls {
+			onEvent(provider.Event{ToolCallDelta: c.Name})
+			onEvent(provider.Event{ToolCallDelta: c.Arguments})
+		}
+		return out, out.Content != "", f
 	}
 
 	stream, err := m.client.CreateChatCompletionStream(actx, chat)
@@ -125,7 +132,7 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 	defer stream.Close()
 
 	var (
-		turn      turnBuilder
+		turn      = turnBuilder{max: ex.maxBytes}
 		delivered bool
 		first     = true
 		idle      = m.cfg.Timeouts.Idle.Std()
@@ -153,9 +160,20 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		first = false
 		// The idle timer is stopped while onEvent runs: the caller's
 		// handling of a delta is not the server being idle.
-		if e := turn.add(chunk); e != (provider.Event{}) {
-			delivered = true
+		e := turn.add(chunk)
+		if turn.over() {
+			return provider.Response{}, delivered, failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, turn.overError())}
+		}
+		if e != (provider.Event{}) {
+			// A tool call's pieces are for counting only: retrying after
+			// them shows nobody anything twice.
+			delivered = delivered || e.ContentDelta != "" || e.ReasoningDelta != ""
 			onEvent(e)
+			if ctx.Err() != nil {
+				// The caller stopped the call (its budget, say) from
+				// onEvent: stop now, not at the next read.
+				return provider.Response{}, delivered, m.classify(ctx, actx, ctx.Err(), ex)
+			}
 		}
 		if idleTimer != nil {
 			idleTimer.Reset(idle)
@@ -197,7 +215,7 @@ var errDrainTimeout = errors.New("the stream's body did not end after [DONE]")
 
 // turnBuilder assembles a streamed turn: content in order, tool calls by
 // their index (arguments arrive in pieces, possibly interleaved), usage from
-// the final chunk.
+// the final chunk. It counts the turn's bytes as they arrive, against max.
 type turnBuilder struct {
 	content  strings.Builder
 	refusal  strings.Builder
@@ -206,6 +224,19 @@ type turnBuilder struct {
 	finish   string
 	finished bool
 	usage    *goopenai.Usage
+
+	max  int64 // max_response_bytes
+	size int64 // responseSize of what arrived so far
+}
+
+// callOverhead is what a tool call counts for itself, beyond its id, name
+// and arguments, so that a flood of empty calls is bounded too.
+const callOverhead = 64
+
+func (b *turnBuilder) over() bool { return b.max > 0 && b.size > b.max }
+
+func (b *turnBuilder) overError() error {
+	return fmt.Errorf("the response passed max_response_bytes: more than %d bytes of content, reasoning and tool calls", b.max)
 }
 
 type callBuilder struct {
@@ -218,7 +249,7 @@ func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) provider.
 	if chunk.Usage != nil {
 		b.usage = chunk.Usage
 	}
-	var delta, reasoning strings.Builder
+	var delta, reasoning, calls strings.Builder
 	for _, c := range chunk.Choices {
 		if c.Index != 0 {
 			continue // only one choice is ever asked for
@@ -226,19 +257,25 @@ func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) provider.
 		delta.WriteString(c.Delta.Content)
 		reasoning.WriteString(c.Delta.ReasoningContent)
 		b.refusal.WriteString(c.Delta.Refusal)
+		b.size += int64(len(c.Delta.Content) + len(c.Delta.ReasoningContent) + len(c.Delta.Refusal))
 		for _, tc := range c.Delta.ToolCalls {
-			b.addCall(tc)
+			b.addCall(tc, &calls)
 		}
 		if c.FinishReason != "" && c.FinishReason != goopenai.FinishReasonNull {
 			b.finish = string(c.FinishReason)
 			b.finished = true
 		}
 	}
+	if b.over() {
+		return provider.Event{}
+	}
 	b.content.WriteString(delta.String())
-	return provider.Event{ContentDelta: delta.String(), ReasoningDelta: reasoning.String()}
+	return provider.Event{ContentDelta: delta.String(), ReasoningDelta: reasoning.String(), ToolCallDelta: calls.String()}
 }
 
-func (b *turnBuilder) addCall(tc goopenai.ToolCall) {
+// addCall adds a tool-call delta, and its name (when new) and arguments to
+// pieces.
+func (b *turnBuilder) addCall(tc goopenai.ToolCall, pieces *strings.Builder) {
 	if b.calls == nil {
 		b.calls = map[int]*callBuilder{}
 	}
@@ -257,15 +294,26 @@ func (b *turnBuilder) addCall(tc goopenai.ToolCall) {
 	if c == nil {
 		c = &callBuilder{}
 		b.calls[idx] = c
+		b.size += callOverhead
 	}
 	if tc.ID != "" {
+		if c.id == "" {
+			b.size += int64(len(tc.ID))
+		}
 		c.id = tc.ID
 	}
 	// The name comes whole in the call's first delta; some servers repeat it.
-	if c.name == "" {
+	if c.name == "" && tc.Function.Name != "" {
 		c.name = tc.Function.Name
+		b.size += int64(len(c.name))
+		pieces.WriteString(c.name)
+	}
+	b.size += int64(len(tc.Function.Arguments))
+	if b.over() {
+		return
 	}
 	c.args.WriteString(tc.Function.Arguments)
+	pieces.WriteString(tc.Function.Arguments)
 }
 
 func (b *turnBuilder) response() provider.Response {
@@ -309,6 +357,13 @@ func (m *Model) plainResponse(r goopenai.ChatCompletionResponse, ex *exchange) (
 	if u := r.Usage; u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0 {
 		resp.Usage = usage(u)
 		resp.UsageKnown = true
+	}
+	size := int64(len(resp.Content) + len(c.Message.ReasoningContent) + len(c.Message.Refusal))
+	for _, tc := range resp.ToolCalls {
+		size += callOverhead + int64(len(tc.ID)+len(tc.Name)+len(tc.Arguments))
+	}
+	if tb := (turnBuilder{max: ex.maxBytes, size: size}); tb.over() {
+		return provider.Response{}, failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, tb.overError())}
 	}
 	return m.finish(resp, c.Message.Refusal, ex)
 }

@@ -99,7 +99,7 @@ func errorKinds() []provider.ErrorKind {
 		provider.MissingAPIKey, provider.AuthenticationFailed, provider.RateLimited,
 		provider.ModelUnavailable, provider.TransportFailed, provider.Refusal,
 		provider.Timeout, provider.MalformedResponse, provider.EmptyResponse,
-		provider.InvalidRequest,
+		provider.InvalidRequest, provider.ResponseTooLarge,
 	}
 }
 
