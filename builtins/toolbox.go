@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +23,9 @@ type Options struct {
 	// BaseDir is the configuration directory: a command tool's dir and
 	// relative argv[0] are resolved against it.
 	BaseDir string
-	// StateDir holds the dead-letter file. Relative to BaseDir when relative.
+	// StateDir holds the dead-letter file; BaseDir/.symbi when empty. Like
+	// BaseDir and Workspace, a relative path is taken from the working
+	// directory.
 	StateDir string
 	// Workspace is the root read_file, list_dir and write_file are confined
 	// to; BaseDir when empty.
@@ -143,6 +146,9 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join(opts.BaseDir, ".symbi")
 	}
 	tb := &Toolbox{
 		opts:        opts,
