@@ -9,8 +9,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +31,7 @@ type builtinSpec struct {
 	effect      string
 	idempotent  bool
 	run         func(tb *Toolbox, t plan.Tool) runFunc // t is the plan's tool block
+	paths       pathArgs                               // arguments that name paths in the workspace
 }
 
 // builtinSpecs returns the table of builtins. It is built on each call, not
@@ -58,6 +57,7 @@ func builtinSpecs() map[string]builtinSpec {
 			effect:      "read",
 			idempotent:  true,
 			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runReadFile },
+			paths:       pathArgs{names: []string{"path"}, fill: never},
 		},
 		"list_dir": {
 			description: "List a directory inside the workspace; directories end with /.",
@@ -65,12 +65,14 @@ func builtinSpecs() map[string]builtinSpec {
 			effect:      "read",
 			idempotent:  true,
 			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runListDir },
+			paths:       pathArgs{names: []string{"path"}, fill: always},
 		},
 		"write_file": {
 			description: "Write (or append to) a text file inside the workspace, creating directories as needed.",
 			schema:      `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"append":{"type":"boolean"}},"required":["path","content"],"additionalProperties":false}`,
 			effect:      "write",
 			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runWriteFile },
+			paths:       pathArgs{names: []string{"path"}, fill: never},
 		},
 		"http_get": {
 			description: "Fetch a URL with GET; only allow-listed hosts.",
@@ -91,6 +93,7 @@ func builtinSpecs() map[string]builtinSpec {
 			effect:      "read",
 			idempotent:  true,
 			run:         func(tb *Toolbox, _ plan.Tool) runFunc { return tb.runRecall },
+			paths:       pathArgs{names: []string{"dir"}, fill: conventionsScope},
 		},
 		"store_knowledge": {
 			description: "Store a fact as a subject-predicate-object triple with a confidence.",
@@ -168,37 +171,6 @@ func (tb *Toolbox) runClock(_ context.Context, args json.RawMessage, _ int) (str
 	return fmt.Sprintf("%s (%s, %s)", t.Format(time.RFC3339), t.Weekday(), a.Timezone), false, nil
 }
 
-// workspacePath turns the model's path into one relative to the workspace
-// root, refusing anything that leaves it. os.Root then refuses symlinks that
-// lead out.
-func (tb *Toolbox) workspacePath(p string) (*os.Root, string, error) {
-	if tb.opts.Workspace == "" {
-		return nil, "", fail(Error, "", ErrNoWorkspace)
-	}
-	ws, err := filepath.Abs(tb.opts.Workspace)
-	if err != nil {
-		return nil, "", fail(Error, "", err)
-	}
-	rel := filepath.FromSlash(p)
-	if rel == "" {
-		rel = "."
-	}
-	if filepath.IsAbs(rel) {
-		if rel, err = filepath.Rel(ws, rel); err != nil {
-			return nil, "", fail(InvalidArguments, "", fmt.Errorf("%q: %w", p, ErrOutsideWorkspace))
-		}
-	}
-	rel = filepath.Clean(rel)
-	if !filepath.IsLocal(rel) && rel != "." {
-		return nil, "", fail(InvalidArguments, "", fmt.Errorf("%q: %w", p, ErrOutsideWorkspace))
-	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return nil, "", fail(Error, "", fmt.Errorf("workspace: %w", err))
-	}
-	return root, rel, nil
-}
-
 func (tb *Toolbox) runReadFile(_ context.Context, args json.RawMessage, limit int) (string, bool, error) {
 	var a struct {
 		Path   string
@@ -207,12 +179,11 @@ func (tb *Toolbox) runReadFile(_ context.Context, args json.RawMessage, limit in
 	if err := decodeArgs(args, &a); err != nil {
 		return "", false, err
 	}
-	root, rel, err := tb.workspacePath(a.Path)
+	rel, err := tb.ws.exact(a.Path)
 	if err != nil {
-		return "", false, err
+		return "", false, pathFailure("", err)
 	}
-	defer root.Close()
-	f, err := root.Open(rel)
+	f, err := tb.ws.openFile(rel)
 	if err != nil {
 		return "", false, fail(Error, "", fileError(err, a.Path))
 	}
@@ -225,14 +196,23 @@ func (tb *Toolbox) runReadFile(_ context.Context, args json.RawMessage, limit in
 	return readCapped(f, limit)
 }
 
-// fileError keeps the model's path in the message and drops the absolute
-// workspace path, which the model has no use for.
+// pathFailure classifies a path the workspace refused: one the model can
+// correct is invalid_arguments, anything else (no workspace) an error.
+func pathFailure(tool string, err error) error {
+	if errors.Is(err, ErrOutsideWorkspace) || errors.Is(err, ErrProtectedPath) || errors.Is(err, ErrNotCanonical) {
+		return fail(InvalidArguments, tool, err)
+	}
+	return fail(Error, tool, err)
+}
+
+// fileError names the path as the model gave it (or its canonical form)
+// and drops the absolute workspace path, which the model has no use for.
 func fileError(err error, p string) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("%s %s: %w", pe.Op, p, pe.Err)
 	}
-	return err
+	return fmt.Errorf("%s: %w", p, err)
 }
 
 func (tb *Toolbox) runListDir(_ context.Context, args json.RawMessage, limit int) (string, bool, error) {
@@ -240,14 +220,13 @@ func (tb *Toolbox) runListDir(_ context.Context, args json.RawMessage, limit int
 	if err := decodeArgs(args, &a); err != nil {
 		return "", false, err
 	}
-	root, rel, err := tb.workspacePath(a.Path)
+	rel, err := tb.ws.exact(a.Path)
 	if err != nil {
-		return "", false, err
+		return "", false, pathFailure("", err)
 	}
-	defer root.Close()
-	entries, err := fs.ReadDir(root.FS(), filepath.ToSlash(rel))
+	entries, err := tb.ws.listDir(rel)
 	if err != nil {
-		return "", false, fail(Error, "", fileError(err, a.Path))
+		return "", false, fail(Error, "", fileError(err, rel))
 	}
 	var b strings.Builder
 	for _, e := range entries {
@@ -273,35 +252,17 @@ func (tb *Toolbox) runWriteFile(_ context.Context, args json.RawMessage, _ int) 
 	if err := decodeArgs(args, &a); err != nil {
 		return "", false, err
 	}
-	root, rel, err := tb.workspacePath(a.Path)
+	rel, err := tb.ws.exact(a.Path)
 	if err != nil {
-		return "", false, err
+		return "", false, pathFailure("", err)
 	}
-	defer root.Close()
 	if rel == "." {
 		return "", false, fail(InvalidArguments, "", errors.New("path names the workspace itself, not a file"))
 	}
-	if dir := filepath.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return "", false, fail(Error, "", fileError(err, a.Path))
-		}
+	if err := tb.ws.writeFile(rel, a.Content, a.Append); err != nil {
+		return "", false, fail(Error, "", fileError(err, rel))
 	}
-	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if a.Append {
-		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	}
-	f, err := root.OpenFile(rel, flag, 0o644)
-	if err != nil {
-		return "", false, fail(Error, "", fileError(err, a.Path))
-	}
-	if _, err := f.WriteString(a.Content); err != nil {
-		f.Close()
-		return "", false, fail(Error, "", fileError(err, a.Path))
-	}
-	if err := f.Close(); err != nil {
-		return "", false, fail(Error, "", fileError(err, a.Path))
-	}
-	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), filepath.ToSlash(rel)), false, nil
+	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel), false, nil
 }
 
 // hostAllowed matches a URL's host against the allow-list, with and without
@@ -415,18 +376,17 @@ func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit in
 }
 
 // runConventions reads the conventions files that apply in dir, walking up
-// to the workspace root and no further.
+// to the workspace root and no further, through the workspace's checks:
+// links inside it are followed, protected paths and ways out refused.
 func (tb *Toolbox) runConventions(dir string, limit int) (string, bool, error) {
 	if tb.opts.Conventions == "" {
 		return "", false, fail(Error, "", fmt.Errorf("conventions: %w", ErrNotConfigured))
 	}
-	root, rel, err := tb.workspacePath(dir)
+	rel, err := tb.ws.exact(dir)
 	if err != nil {
-		return "", false, err
+		return "", false, pathFailure("", err)
 	}
-	ws := root.Name()
-	root.Close()
-	convs, err := knowledge.Conventions(filepath.Join(ws, rel), ws, tb.opts.Conventions)
+	convs, err := knowledge.Conventions(workspaceFS{tb.ws}, rel, tb.opts.Conventions)
 	if err != nil {
 		return "", false, fail(Error, "", err)
 	}
@@ -435,8 +395,7 @@ func (tb *Toolbox) runConventions(dir string, limit int) (string, bool, error) {
 	}
 	var b strings.Builder
 	for _, c := range convs {
-		d, _ := filepath.Rel(ws, c.Dir)
-		fmt.Fprintf(&b, "## conventions for %s\n%s\n", filepath.ToSlash(d), strings.TrimSpace(c.Text))
+		fmt.Fprintf(&b, "## conventions for %s\n%s\n", c.Dir, strings.TrimSpace(c.Text))
 	}
 	s := b.String()
 	if len(s) > limit {

@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -117,9 +118,18 @@ func TestWorkspaceFiles(t *testing.T) {
 	if err != nil || r.Content != "escape\nnotes/\n" {
 		t.Errorf("list: %q %v", r.Content, err)
 	}
-	abs := filepath.Join(ws, "notes", "a.txt")
-	if r, err := tb.Call(ctx, approve(t, tb, "read_file", fmt.Sprintf(`{"path":%q}`, abs))); err != nil || r.Content != "hello wo" {
-		t.Errorf("absolute path inside the workspace: %q %v", r.Content, err)
+	// An absolute path inside the workspace is made relative by Canonical,
+	// before the gate; the executor takes only the canonical form.
+	abs, _ := json.Marshal(map[string]string{"path": filepath.Join(ws, "notes", "a.txt")})
+	canon, err := tb.Canonical("read_file", abs)
+	if err != nil || string(canon) != `{"path":"notes/a.txt"}` {
+		t.Errorf("Canonical of an absolute path inside the workspace: %s %v", canon, err)
+	}
+	if r, err := tb.Call(ctx, approve(t, tb, "read_file", string(canon))); err != nil || r.Content != "hello wo" {
+		t.Errorf("absolute path inside the workspace, canonical: %q %v", r.Content, err)
+	}
+	if _, err := tb.Call(ctx, approve(t, tb, "read_file", string(abs))); !errors.Is(err, ErrNotCanonical) {
+		t.Errorf("absolute path passed to the executor as it is: %v, want ErrNotCanonical", err)
 	}
 
 	for _, args := range []string{

@@ -292,12 +292,6 @@ const DeadLetterFile = "dead_letter.jsonl"
 
 func (tb *Toolbox) deadLetter(name string, args json.RawMessage, failure error, s plan.DeadLetterStrategy) error {
 	dir := tb.opts.StateDir
-	if dir == "" {
-		dir = ".symbi"
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(tb.opts.BaseDir, dir)
-	}
 	p := s.Path
 	if p == "" {
 		p = DeadLetterFile

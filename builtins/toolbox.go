@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,11 +24,18 @@ type Options struct {
 	// BaseDir is the configuration directory: a command tool's dir and
 	// relative argv[0] are resolved against it.
 	BaseDir string
-	// StateDir holds the dead-letter file. Relative to BaseDir when relative.
+	// StateDir holds the dead-letter file; BaseDir/.symbi when empty. Like
+	// BaseDir and Workspace, a relative path is taken from the working
+	// directory. No builtin file tool can reach it.
 	StateDir string
 	// Workspace is the root read_file, list_dir and write_file are confined
 	// to; BaseDir when empty.
 	Workspace string
+	// Protected are more paths no builtin file tool may read, list or
+	// write, whatever the policies say (the state directory always is): the
+	// configuration's files, a saved plan, knowledge stores. ProtectedPaths
+	// lists those of a plan.
+	Protected []Protected
 	// HTTPAllowHosts are the hosts http_get may fetch: exact names or
 	// path.Match globs ("*.example.com"), optionally with ":port", compared
 	// without regard to case. A tool's own plan.Tool.AllowHosts (allow_hosts
@@ -118,6 +126,7 @@ type entry struct {
 	info      Info
 	schema    *jsonschema.Schema
 	run       runFunc
+	paths     pathArgs // a builtin's path arguments, for Canonical
 	timeout   time.Duration
 	maxOutput int
 	breaker   *breaker
@@ -134,6 +143,7 @@ type Toolbox struct {
 	order    []string
 	sessions []*mcpSession
 	cache    *resultCache
+	ws       *workspace // the file builtins' root and its protected paths
 
 	mu          sync.Mutex
 	llmAttempts map[string]int
@@ -163,10 +173,15 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join(opts.BaseDir, ".symbi")
+	}
+	protected := append([]Protected{{Path: opts.StateDir, What: "the state directory"}}, opts.Protected...)
 	tb := &Toolbox{
 		opts:        opts,
 		tools:       map[string]*entry{},
 		cache:       newResultCache(1024),
+		ws:          newWorkspace(opts.Workspace, protected),
 		llmAttempts: map[string]int{},
 	}
 	defer func() {
@@ -276,6 +291,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			e.info.Description = b.description
 		}
 		e.run = b.run(tb, t)
+		e.paths = b.paths
 	case "command":
 		if t.Executor.Command == nil {
 			return nil, errors.New("command executor without a command block")

@@ -131,11 +131,14 @@ type PolicyEvaluatedData struct {
 }
 
 // GateRecord is one action and the decision the policy chain reached, with
-// the individual decisions that led to it.
+// the individual decisions that led to it. Action is what the policies
+// decided on, with path arguments in canonical form; RawArguments are the
+// arguments as the model sent them, when canonicalising changed them.
 type GateRecord struct {
-	Action   policy.Action     `json:"action"`
-	Decision policy.Decision   `json:"decision"`
-	Trail    []policy.Decision `json:"trail,omitempty"`
+	Action       policy.Action     `json:"action"`
+	RawArguments json.RawMessage   `json:"raw_arguments,omitempty"`
+	Decision     policy.Decision   `json:"decision"`
+	Trail        []policy.Decision `json:"trail,omitempty"`
 }
 
 // ApprovalRequestedData is a tool call waiting for a person.

@@ -37,53 +37,56 @@ func TestConventionsNearerFirst(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "svc/api/handlers"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Conventions(filepath.Join(root, "svc/api/handlers"), root, "conventions")
+	got, err := Conventions(os.DirFS(root), "svc/api/handlers", "conventions")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Convention{
-		{Dir: filepath.Join(root, "svc/api"), Path: filepath.Join(root, "svc/api/conventions.md"), Text: "api"},
-		{Dir: root, Path: filepath.Join(root, "conventions.md"), Text: "repo-wide"},
-		{Dir: root, Path: filepath.Join(root, "conventions/a.md"), Text: "repo a"},
-		{Dir: root, Path: filepath.Join(root, "conventions/b.md"), Text: "repo b"},
+		{Dir: "svc/api", Path: "svc/api/conventions.md", Text: "api"},
+		{Dir: ".", Path: "conventions.md", Text: "repo-wide"},
+		{Dir: ".", Path: "conventions/a.md", Text: "repo a"},
+		{Dir: ".", Path: "conventions/b.md", Text: "repo b"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Conventions mismatch (-want +got):\n%s", diff)
 	}
 }
 
-func TestConventionsStopsAtStopAt(t *testing.T) {
+// The walk ends at the file system's root: what lies above it is never read.
+func TestConventionsStopsAtTheRoot(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{
-		"conventions.md":     "above the stop",
-		"sub/conventions.md": "at the stop",
+		"conventions.md":     "above the root",
+		"sub/conventions.md": "at the root",
 	})
-	got, err := Conventions(filepath.Join(root, "sub"), filepath.Join(root, "sub"), "conventions")
+	got, err := Conventions(os.DirFS(filepath.Join(root, "sub")), ".", "conventions")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Text != "at the stop" {
-		t.Fatalf("got %+v, want only the convention at stopAt", got)
+	if len(got) != 1 || got[0].Text != "at the root" {
+		t.Fatalf("got %+v, want only the convention at the root", got)
 	}
 }
 
 func TestConventionsErrors(t *testing.T) {
 	root := t.TempDir()
+	fsys := os.DirFS(root)
 	for _, name := range []string{"", ".", "..", "a/b"} {
-		if _, err := Conventions(root, root, name); !errors.Is(err, ErrBadConventions) {
+		if _, err := Conventions(fsys, ".", name); !errors.Is(err, ErrBadConventions) {
 			t.Errorf("name %q: err = %v, want ErrBadConventions", name, err)
 		}
 	}
-	other := t.TempDir()
-	if _, err := Conventions(root, other, "conventions"); !errors.Is(err, ErrBadConventions) {
-		t.Errorf("stopAt outside: err = %v, want ErrBadConventions", err)
+	for _, dir := range []string{"..", "../x", "/abs", "a/../b"} {
+		if _, err := Conventions(fsys, dir, "conventions"); !errors.Is(err, ErrBadConventions) {
+			t.Errorf("dir %q outside the file system: err = %v, want ErrBadConventions", dir, err)
+		}
 	}
 	writeFiles(t, root, map[string]string{"conventions.md": "\xff\xfe"})
-	if _, err := Conventions(root, root, "conventions"); err == nil || !strings.Contains(err.Error(), "not UTF-8") {
+	if _, err := Conventions(fsys, ".", "conventions"); err == nil || !strings.Contains(err.Error(), "not UTF-8") {
 		t.Errorf("binary conventions file: err = %v", err)
 	}
 	writeFiles(t, root, map[string]string{"conventions.md": strings.Repeat("x", MaxConventionBytes+1)})
-	if _, err := Conventions(root, root, "conventions"); err == nil || !strings.Contains(err.Error(), "more than") {
+	if _, err := Conventions(fsys, ".", "conventions"); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("oversized conventions file: err = %v", err)
 	}
 }

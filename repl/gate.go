@@ -259,6 +259,7 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 		BaseDir:   s.baseDir(),
 		StateDir:  s.stateDir(),
 		Workspace: filepath.Join(s.baseDir(), p.Settings.Workspace),
+		Protected: s.protected(),
 		Resolve:   func(v plan.String) (string, error) { return interp.EvalString(v, s.opts.LookupEnv) },
 		Now:       s.opts.Now,
 	}
@@ -269,6 +270,10 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 	}
 	defer box.Close()
 	if err := box.Validate(toolName, args); err != nil {
+		return "", errorAt(argsRng, "Invalid arguments", "%v", err)
+	}
+	// The policies decide on the canonical path arguments, as in a run.
+	if args, err = box.Canonical(toolName, args); err != nil {
 		return "", errorAt(argsRng, "Invalid arguments", "%v", err)
 	}
 
@@ -349,4 +354,14 @@ func decisionLine(d policy.Decision) string {
 		s += fmt.Sprintf(" (arguments now %s)", d.Arguments)
 	}
 	return s
+}
+
+// protected are the paths :call's file builtins may not touch, besides
+// the state directory: the configuration's own files and the var files.
+func (s *Session) protected() []builtins.Protected {
+	out := builtins.ProtectedPaths(s.cfg.Plan, s.baseDir())
+	for _, f := range s.opts.VarFiles {
+		out = append(out, builtins.Protected{Path: f, What: "a file of the configuration"})
+	}
+	return out
 }

@@ -64,6 +64,7 @@ func (s *Session) newEngine(onEvent func(engine.Event)) (*engine.Engine, error) 
 	return engine.New(s.cfg.Plan, engine.Options{
 		BaseDir:   s.cfg.BaseDir,
 		StateDir:  s.stateDir(),
+		Protected: s.opts.VarFiles,
 		LookupEnv: s.opts.LookupEnv,
 		Approver:  s.opts.Approver,
 		OnEvent:   onEvent,

@@ -421,6 +421,14 @@ not run
 	if got := handle(t, s, `:call read_notes {path = "notes.txt"}`); !strings.HasSuffix(got, "\nhello notes\n") {
 		t.Errorf(":call read_notes: %q", got)
 	}
+	// As in a run, the policies decide on the canonical path, and the
+	// configuration's own files are out of reach.
+	if got := handle(t, s, `:call read_notes {path = "./sub/../notes.txt"}`); !strings.HasSuffix(got, "\nhello notes\n") {
+		t.Errorf(":call read_notes ./sub/../notes.txt: %q", got)
+	}
+	if _, _, diags := s.Handle(context.Background(), `:call read_notes {path = "main.hcl"}`); len(diags) != 1 || diags[0].Summary != "Invalid arguments" || !strings.Contains(diags[0].Detail, "is a file of the configuration") {
+		t.Errorf(":call read_notes main.hcl: %v, want a protected-path refusal", diags)
+	}
 	want = `agent.assistant: ask by policy.rules (rules): tool_call "write_notes" matches ask rule "write_*"
 not run: a person must approve it, and this session has no one to ask (input is not a terminal)
 `

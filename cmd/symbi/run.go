@@ -80,7 +80,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 			if !haveInput {
 				return exitWith(exitInvalid, "no input: give it as the second argument, with --input-file, on standard input, or as the default of a variable \"input\"")
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir})
+			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path)})
 		},
 	}
 	addVarFlags(cmd)
@@ -95,7 +95,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 // loadRunnable compiles a configuration, or reads a saved plan: a .json
 // file is a plan.
 func loadRunnable(cmd *cobra.Command, path string) (*plan.Plan, string, error) {
-	if st, err := os.Stat(path); err == nil && !st.IsDir() && strings.EqualFold(filepath.Ext(path), ".json") {
+	if isPlanFile(path) {
 		p, err := interp.LoadPlanFile(path)
 		if err != nil {
 			return nil, "", exitWith(exitInvalid, "%v", err)
@@ -126,6 +126,25 @@ func inputVariable(p *plan.Plan) (string, bool) {
 type runRequest struct {
 	agent, bestOf, input, stateDir string
 	json                           bool
+	protected                      []string // files of the run besides the plan's own (engine.Options.Protected)
+}
+
+// runSources are the files a run was made from that its plan does not list:
+// the var files, and the saved plan when PATH is one. No builtin file tool
+// may touch them.
+func runSources(cmd *cobra.Command, path string) []string {
+	out, _ := cmd.Flags().GetStringArray("var-file")
+	if isPlanFile(path) {
+		out = append(out, path)
+	}
+	return out
+}
+
+// isPlanFile says whether PATH names a saved plan rather than a
+// configuration: a .json file.
+func isPlanFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && strings.EqualFold(filepath.Ext(path), ".json")
 }
 
 func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (err error) {
@@ -142,6 +161,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	e, err := engine.New(p, engine.Options{
 		BaseDir:   baseDir,
 		StateDir:  stateDir,
+		Protected: req.protected,
 		LookupEnv: os.LookupEnv,
 		OnEvent:   out.event,
 		Approver:  newApprover(cmd, stateDir),

@@ -26,6 +26,11 @@ type Options struct {
 	BaseDir string
 	// StateDir overrides the plan's state_dir (which is relative to BaseDir).
 	StateDir string
+	// Protected names files no builtin file tool may read, list or write,
+	// besides the state directory and the plan's own files (which the
+	// engine protects itself): the var files and the saved plan a run was
+	// started from. Relative to the working directory.
+	Protected []string
 	// LookupEnv resolves env() in deferred strings and api_key_env; default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 	// OnEvent receives every journal event and every streamed content delta,

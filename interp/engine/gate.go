@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +19,7 @@ import (
 // is the only thing act will take) or refused with a note for the model.
 type gated struct {
 	action   policy.Action
+	raw      json.RawMessage // the model's arguments, when canonicalising changed them
 	approved policy.Approved
 	ok       bool
 	kind     string // when refused: obsDenied or obsInvalid
@@ -26,15 +29,16 @@ type gated struct {
 }
 
 // gateAction decides one action: known tool, side-effect mode, schema,
-// then the agent's policies in order, then a person when a policy asks or
+// canonical path arguments, then the agent's policies in order, then a person when a policy asks or
 // the tool requires approval. It never returns an error: anything that goes
 // wrong is a refusal (fail closed).
 func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
-	if note, kind, ok := r.precheck(a); !ok {
+	raw := a.Arguments
+	if note, kind, ok := r.precheck(&a); !ok {
 		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
 	}
 	v := r.chain.Gate(ctx, r.policyInput(a))
-	g := gated{action: a, decision: v.Decision, trail: v.Decisions}
+	g := gated{action: a, raw: changed(raw, a.Arguments), decision: v.Decision, trail: v.Decisions}
 	if v.Ask {
 		approved, d := r.resolveAsk(ctx, v)
 		g.trail = append(g.trail, d)
@@ -64,9 +68,11 @@ func (g gated) refuse(reason string) gated {
 
 // precheck refuses what no policy should even see: an unknown tool, a call
 // the side-effect mode forbids, arguments that do not fit the schema, a
-// delegation past the depth limit or into a cycle, a terminate without a
-// reason.
-func (r *run) precheck(a policy.Action) (note, kind string, ok bool) {
+// path outside the workspace or a protected one, a delegation past the
+// depth limit or into a cycle, a terminate without a reason. It puts a tool
+// call's path arguments in canonical form, in place: that is the form the
+// policies decide on and the executor runs with.
+func (r *run) precheck(a *policy.Action) (note, kind string, ok bool) {
 	switch a.Type {
 	case policy.ToolCall:
 		info, known := r.tools.info[a.Tool]
@@ -88,6 +94,9 @@ func (r *run) precheck(a policy.Action) (note, kind string, ok bool) {
 				msg = f.Err.Error()
 			}
 			return fmt.Sprintf("[invalid arguments] %s: %s", a.Tool, msg), obsInvalid, false
+		}
+		if note, kind, ok := r.canonical(a); !ok {
+			return note, kind, false
 		}
 	case policy.Delegate:
 		if r.ro.SideEffects == SideEffectsIsolate {
@@ -114,6 +123,61 @@ func (r *run) precheck(a policy.Action) (note, kind string, ok bool) {
 		}
 	}
 	return "", "", true
+}
+
+// canonical puts a tool call's path arguments in the one form the
+// policies decide on and the executor runs with (builtins.Toolbox.Canonical):
+// "notes/../secret.txt", "./secret.txt", the absolute path and a link to it
+// are all "secret.txt" to every policy. A path outside the workspace is
+// invalid; one in the state directory or among the configuration's own
+// files is refused whatever the policies say.
+func (r *run) canonical(a *policy.Action) (note, kind string, ok bool) {
+	args, err := r.tools.box.Canonical(a.Tool, a.Arguments)
+	if err == nil && !bytes.Equal(args, a.Arguments) {
+		// The schema decides on what will run, too.
+		err = r.tools.box.Validate(a.Tool, args)
+	}
+	if err != nil {
+		msg := err.Error()
+		var f *builtins.Failure
+		if errors.As(err, &f) && f.Err != nil {
+			msg = f.Err.Error()
+		}
+		if errors.Is(err, builtins.ErrProtectedPath) {
+			return fmt.Sprintf("[protected path] %s: %s", a.Tool, msg), obsDenied, false
+		}
+		return fmt.Sprintf("[invalid arguments] %s: %s", a.Tool, msg), obsInvalid, false
+	}
+	a.Arguments = args
+	return "", "", true
+}
+
+// changed returns the model's arguments when the canonical form differs
+// from them, for the journal; nil when they were canonical already.
+func changed(raw, canonical json.RawMessage) json.RawMessage {
+	if bytes.Equal(raw, canonical) {
+		return nil
+	}
+	return raw
+}
+
+// validateDecided is the chain's check of arguments a policy's modify
+// decision wrote: they must fit the tool's schema and already be canonical,
+// since no policy after it, and no person asked, would see them otherwise.
+func validateDecided(box *builtins.Toolbox) func(tool string, args json.RawMessage) error {
+	return func(tool string, args json.RawMessage) error {
+		if err := box.Validate(tool, args); err != nil {
+			return err
+		}
+		c, err := box.Canonical(tool, args)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(c, args) {
+			return fmt.Errorf("the path arguments are not in canonical form (%s); write them as %s", args, c)
+		}
+		return nil
+	}
 }
 
 func (r *run) toolNames() []string {
@@ -255,7 +319,7 @@ func (r *run) recordDecisions(gs []gated, hold bool) error {
 		if g.ok && d.Outcome != policy.Allow && d.Outcome != policy.Modify {
 			d = policy.Decision{Outcome: policy.Allow, Reason: d.Reason, Engine: "person", Policy: d.Policy}
 		}
-		data.Decisions[i] = journal.GateRecord{Action: g.action, Decision: d, Trail: g.trail}
+		data.Decisions[i] = journal.GateRecord{Action: g.action, RawArguments: g.raw, Decision: d, Trail: g.trail}
 		if !g.ok {
 			data.Denied++
 		}
@@ -287,7 +351,7 @@ func (e *Engine) chain(ctx context.Context, a *plan.Agent, tools *agentTools) (*
 		}
 		links = append(links, policy.Link{Address: addr, Gate: g})
 	}
-	c := policy.NewChain(links, a.Loop.OnNoPolicy, tools.box.Validate)
+	c := policy.NewChain(links, a.Loop.OnNoPolicy, validateDecided(tools.box))
 	for name, info := range tools.info {
 		if info.Approval == "always" {
 			c.RequireApproval(name)

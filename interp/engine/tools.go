@@ -55,6 +55,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		BaseDir:   e.opts.BaseDir,
 		StateDir:  e.opts.StateDir,
 		Workspace: e.workspace(),
+		Protected: e.protected(),
 		Resolve:   e.resolve,
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
@@ -126,6 +127,17 @@ func (e *Engine) planToolNames() []string {
 	out := make([]string, len(e.plan.Tools))
 	for i, t := range e.plan.Tools {
 		out[i] = strings.TrimPrefix(t.Address, "tool.")
+	}
+	return out
+}
+
+// protected are the paths no builtin file tool may touch besides the state
+// directory: the plan's own files and those the caller names (var files, a
+// saved plan).
+func (e *Engine) protected() []builtins.Protected {
+	out := builtins.ProtectedPaths(e.plan, e.opts.BaseDir)
+	for _, p := range e.opts.Protected {
+		out = append(out, builtins.Protected{Path: p, What: "a file of the configuration"})
 	}
 	return out
 }

@@ -45,7 +45,7 @@ func oneCall(tool, args string) string {
 
 // TestWorkspaceSetting has read_file read from the plan's workspace, a
 // directory relative to the configuration's, and refuse a path that climbs
-// out of it.
+// out of it before the gate.
 func TestWorkspaceSetting(t *testing.T) {
 	p, dir := fixture{
 		"main.hcl":    toolAgentHCL("read", "read_file", "", `symbi { workspace = "ws" }`),
@@ -58,7 +58,7 @@ func TestWorkspaceSetting(t *testing.T) {
 	}
 	for _, tc := range []struct{ path, want string }{
 		{"note.txt", "inside the workspace"},
-		{"../outside.txt", "[tool failed: invalid_arguments]"},
+		{"../outside.txt", `[invalid arguments] read: "../outside.txt": path outside the workspace`},
 	} {
 		m := scriptedModel(t, oneCall("read", fmt.Sprintf(`{"path":%q}`, tc.path)))
 		e, _ := newEngine(t, p, dir, withModel(m))
