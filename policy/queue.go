@@ -155,21 +155,30 @@ func (q *Queue) Request(id string) (Request, error) {
 // there is no such request and ErrAlreadyDecided when someone (or the
 // timeout) decided first.
 func (q *Queue) Decide(id string, approved bool, by, reason string) (ApprovalRecord, error) {
+	rec, _, err := q.DecideBound(id, approved, by, reason)
+	return rec, err
+}
+
+// DecideBound is Decide, and also returns what the decision is bound to.
+func (q *Queue) DecideBound(id string, approved bool, by, reason string) (ApprovalRecord, Binding, error) {
 	req, err := q.Request(id)
 	if err != nil {
-		return ApprovalRecord{}, err
+		return ApprovalRecord{}, Binding{}, err
 	}
 	rec := ApprovalRecord{ID: id, Approved: approved, By: by, At: q.now(), Via: "queue", Reason: reason}
 	if !req.Expires.IsZero() && !rec.At.Before(req.Expires) {
-		return ApprovalRecord{}, fmt.Errorf("%w: %s expired at %s", ErrAlreadyDecided, id, req.Expires.Format(time.RFC3339))
+		return ApprovalRecord{}, Binding{}, fmt.Errorf("%w: %s expired at %s", ErrAlreadyDecided, id, req.Expires.Format(time.RFC3339))
 	}
 	key, err := q.key()
 	if err != nil {
-		return ApprovalRecord{}, err
+		return ApprovalRecord{}, Binding{}, err
 	}
 	b := BindingOf(req)
 	b.RequestID = id // the file's name, whatever its content says
-	return rec, q.writeDecision(key, sign(key, b, rec))
+	if err := q.writeDecision(key, sign(key, b, rec)); err != nil {
+		return ApprovalRecord{}, Binding{}, err
+	}
+	return rec, b, nil
 }
 
 // Withdraw takes a run's pending requests (and its delegations', whose run

@@ -125,9 +125,24 @@ func describeEvent(ev journal.Event) string {
 			return strings.Join(parts, "; ")
 		}
 	case journal.ApprovalRequested:
+		// Approval lines hold text from the model, a tool or a person:
+		// escaped, so none of it can move the cursor or end the line.
 		var d journal.ApprovalRequestedData
 		if ev.Decode(&d) == nil {
-			return fmt.Sprintf("%s %s waits for a person: %s", d.Tool, d.Arguments, d.Reason)
+			s := fmt.Sprintf("%s %s waits for a person: %s", d.Tool, compactJSON(d.Arguments), d.Reason)
+			if d.ArgumentsDigest != "" {
+				s += " (arguments " + d.ArgumentsDigest + ")"
+			}
+			return policy.EscapeLine(s)
+		}
+	case journal.ApprovalRejected:
+		var d journal.ApprovalRejectedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("%s: ignored decision on request %s: %s", d.Tool, d.RequestID, d.Reason)
+			if d.By != "" {
+				s += fmt.Sprintf(" (claimed by %q)", d.By)
+			}
+			return policy.EscapeLine(s)
 		}
 	case journal.ApprovalDecided:
 		var d journal.ApprovalDecidedData
@@ -136,7 +151,7 @@ func describeEvent(ev journal.Event) string {
 			if d.Approved {
 				verdict = "approved"
 			}
-			return fmt.Sprintf("%s %s by %s %s", d.Tool, verdict, d.By, d.Reason)
+			return policy.EscapeLine(fmt.Sprintf("%s %s by %s %s", d.Tool, verdict, d.By, d.Reason))
 		}
 	case journal.ToolsDispatched:
 		var d journal.ToolsDispatchedData

@@ -390,9 +390,15 @@ func describeEvent(ev engine.Event) string {
 		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
 	case "approval_decided":
 		if b, _ := d["approved"].(bool); b {
-			return fmt.Sprintf("✓ approved %s", str("tool"))
+			return fmt.Sprintf("✓ approved %s by %s", clip(str("tool"), 60), clip(str("by"), 40))
 		}
-		return fmt.Sprintf("✗ not approved %s: %s", str("tool"), str("reason"))
+		return fmt.Sprintf("✗ not approved %s: %s", clip(str("tool"), 60), clip(str("reason"), 160))
+	case "approval_rejected":
+		line := fmt.Sprintf("✗ ignored a decision on %s (%s): %s", clip(str("tool"), 60), clip(str("request_id"), 20), clip(str("reason"), 100))
+		if by := str("by"); by != "" {
+			line += fmt.Sprintf(", claimed by %s", clip(by, 40))
+		}
+		return line
 	case "tool_result":
 		if e := str("error"); e != "" {
 			return fmt.Sprintf("← %s failed (%s): %s", str("tool"), str("error_kind"), clip(e, 160))
@@ -425,8 +431,12 @@ func describeEvent(ev engine.Event) string {
 	return ""
 }
 
+// clip is s on one line of at most n characters: runs of white space
+// become one space, and control and invisible characters are escaped (a
+// tool's output or a model's text could otherwise move the cursor or
+// rewrite the line on the terminal).
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = policy.EscapeLine(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
