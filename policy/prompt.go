@@ -30,6 +30,9 @@ const (
 	promptMinValue = 28
 	// promptKeyWidth is the longest key shown whole.
 	promptKeyWidth = 24
+	// promptStringLines is the most lines a string takes before it is
+	// elided (when the arguments fit in PromptArgumentLines that way).
+	promptStringLines = 3
 )
 
 // Prompt is what a person reads before deciding a request, one line each,
@@ -38,7 +41,8 @@ const (
 // or as read from the queue. The caller adds the question.
 func Prompt(req Request) string {
 	var b strings.Builder
-	b.WriteString(fitLine(fmt.Sprintf("agent %s wants to run %s", req.Agent, req.Action), PromptWidth) + "\n")
+	// Room for the terminal's "symbi: " before it.
+	b.WriteString(fitLine(fmt.Sprintf("agent %s wants to run %s", req.Agent, req.Action), PromptWidth-len("symbi: ")) + "\n")
 	if req.Reason != "" {
 		fmt.Fprintf(&b, "  why asked: %s\n", fitLine(req.Reason, PromptWidth-len("  why asked: ")))
 	}
@@ -59,11 +63,13 @@ func digestOrNone(d string) string {
 // nested objects and arrays indented below their key, every string quoted
 // with control characters, newlines and invisible characters escaped, keys
 // in the order they were sent (a repeated key is shown each time and
-// marked "(again)"). No line is wider than width: a longer value is elided in the
-// middle and its length given. At most maxLines lines: when the indented
-// form is longer, each top-level key gets one line with its value on it;
-// when even that is too long, the last line says how many keys are not
-// shown. Bytes that are not JSON are shown as one escaped string.
+// marked "(again)"). No line is wider than width: a long string continues
+// on up to two more lines, and a longer value is elided in the middle and
+// its length given. At most maxLines lines: when that does not fit, every
+// value gets one line, then each top-level key gets one line with its
+// value on it, and when even that is too long, the last line says how
+// many keys are not shown. Bytes that are not JSON are shown as one
+// escaped string.
 func RenderArguments(raw json.RawMessage, indent string, width, maxLines int) string {
 	if maxLines < 2 {
 		maxLines = 2
@@ -72,15 +78,19 @@ func RenderArguments(raw json.RawMessage, indent string, width, maxLines int) st
 	if err != nil {
 		return indent + "(not JSON) " + quoteFit(string(raw), width-len(indent)-len("(not JSON) ")) + "\n"
 	}
+	// The most readable form that fits: long strings over a few lines,
+	// then each value on one line, then each top-level entry on one line.
 	var lines []string
-	r := renderer{width: width}
-	r.block(&lines, root, indent, 0)
-	if len(lines) <= maxLines {
-		return joinLines(lines)
+	for _, wrap := range []int{promptStringLines, 1} {
+		lines = lines[:0]
+		r := renderer{width: width, wrap: wrap}
+		r.block(&lines, root, indent, 0)
+		if len(lines) <= maxLines {
+			return joinLines(lines)
+		}
 	}
-	// Too long indented: one line per top-level entry.
 	lines = lines[:0]
-	r.flat(&lines, root, indent)
+	renderer{width: width, wrap: 1}.flat(&lines, root, indent)
 	if len(lines) > maxLines {
 		hidden := len(lines) - (maxLines - 1)
 		lines = append(lines[:maxLines-1], indent+fmt.Sprintf("(%d more not shown, %d in all: deny unless expected)", hidden, len(lines)))
@@ -156,7 +166,10 @@ func parseValue(dec *json.Decoder) (*node, error) {
 	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }
 
-type renderer struct{ width int }
+type renderer struct {
+	width int
+	wrap  int // lines a string may take
+}
 
 // block renders n as the lines of an indented block.
 func (r renderer) block(lines *[]string, n *node, indent string, depth int) {
@@ -190,6 +203,17 @@ func (r renderer) entry(lines *[]string, indent, label string, v *node, depth in
 		return
 	}
 	room := max(r.width-len(indent)-utf8.RuneCountInString(label)-1, promptMinValue)
+	if v.kind == 's' && r.wrap > 1 {
+		cont := indent + "  "
+		for i, l := range quoteLines(v.text, room, r.width-len(cont), r.wrap) {
+			if i == 0 {
+				*lines = append(*lines, indent+label+" "+l)
+			} else {
+				*lines = append(*lines, cont+l)
+			}
+		}
+		return
+	}
 	*lines = append(*lines, indent+label+" "+r.inline(v, room))
 }
 
@@ -279,56 +303,97 @@ func renderKey(k string) string {
 // keeps its beginning and end, "…" between them inside the quotes, and its
 // length after them.
 func quoteFit(s string, room int) string {
-	q := strconv.Quote(s)
-	if utf8.RuneCountInString(q) <= room {
-		return q
+	return strings.Join(quotedPieces(s, room), "")
+}
+
+// quoteLines is quoteFit over up to n lines: the first of at most first
+// characters, the others of at most rest. No escape is split across lines.
+func quoteLines(s string, first, rest, n int) []string {
+	budget := first + rest*(n-1)
+	for {
+		lines := chunkPieces(quotedPieces(s, budget), first, rest)
+		if len(lines) <= n || budget <= first {
+			return lines
+		}
+		budget -= 8 // the ends of lines wasted by pieces that did not fit
+	}
+}
+
+// chunkPieces lays pieces out on lines of at most first, then rest,
+// characters.
+func chunkPieces(pieces []string, first, rest int) []string {
+	var out []string
+	var cur strings.Builder
+	w, room := 0, first
+	for _, p := range pieces {
+		pw := utf8.RuneCountInString(p)
+		if w > 0 && w+pw > room {
+			out = append(out, cur.String())
+			cur.Reset()
+			w, room = 0, rest
+		}
+		cur.WriteString(p)
+		w += pw
+	}
+	return append(out, cur.String())
+}
+
+// quotedPieces is quoteFit(s, room) in pieces that are never split: the
+// quotes, each escaped character, "…" and the length note.
+func quotedPieces(s string, room int) []string {
+	all := escapedPieces(s, -1, false)
+	width := 2
+	for _, p := range all {
+		width += utf8.RuneCountInString(p)
+	}
+	if width <= room {
+		return append(append([]string{`"`}, all...), `"`)
 	}
 	note := fmt.Sprintf(" (%d chars)", utf8.RuneCountInString(s))
 	body := max(room-len(note)-3, 8) // the quotes and "…"
-	head := quotedPrefix(s, body*2/3)
-	tail := quotedSuffix(s, body-body*2/3)
-	return `"` + head + "…" + tail + `"` + note
+	out := []string{`"`}
+	out = append(out, escapedPieces(s, body*2/3, false)...)
+	out = append(out, "…")
+	out = append(out, escapedPieces(s, body-body*2/3, true)...)
+	return append(out, `"`, note)
 }
 
-// quotedPrefix is the escaped form of the longest beginning of s whose
-// escaped form has at most n characters.
-func quotedPrefix(s string, n int) string {
-	var b strings.Builder
+// escapedPieces is the escaped characters of the beginning of s (or its
+// end, in order) whose escaped forms take at most n characters in all;
+// n < 0: all of s.
+func escapedPieces(s string, n int, fromEnd bool) []string {
+	var out []string
 	w := 0
-	for i := 0; i < len(s); {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		e := escapeRune(s[i : i+size])
+	take := func(e string) bool {
 		c := utf8.RuneCountInString(e)
-		if w+c > n {
-			break
+		if n >= 0 && w+c > n {
+			return false
 		}
-		b.WriteString(e)
+		out = append(out, e)
 		w += c
-		i += size
+		return true
 	}
-	return b.String()
-}
-
-// quotedSuffix is quotedPrefix for the end of s.
-func quotedSuffix(s string, n int) string {
-	var parts []string
-	w := 0
+	if !fromEnd {
+		for i := 0; i < len(s); {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			if !take(escapeRune(s[i : i+size])) {
+				break
+			}
+			i += size
+		}
+		return out
+	}
 	for j := len(s); j > 0; {
 		_, size := utf8.DecodeLastRuneInString(s[:j])
-		e := escapeRune(s[j-size : j])
-		c := utf8.RuneCountInString(e)
-		if w+c > n {
+		if !take(escapeRune(s[j-size : j])) {
 			break
 		}
-		parts = append(parts, e)
-		w += c
 		j -= size
 	}
-	var b strings.Builder
-	for i := len(parts) - 1; i >= 0; i-- {
-		b.WriteString(parts[i])
+	for i, k := 0, len(out)-1; i < k; i, k = i+1, k-1 {
+		out[i], out[k] = out[k], out[i]
 	}
-	return b.String()
+	return out
 }
 
 // escapeRune is one character (or invalid byte) as strconv.Quote writes it

@@ -55,7 +55,18 @@ func writeJSON(t *testing.T, path string, v any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	writeAtomic(t, path, b)
+}
+
+// writeAtomic writes a file as a careful forger would, so the waiting
+// approver never reads half of it.
+func writeAtomic(t *testing.T, path string, b []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -79,7 +90,7 @@ func TestQueueRefusesDecisionsWithoutAValidProof(t *testing.T) {
 			writeJSON(t, q.decisionPath(req.ID), map[string]any{"approved": true, "by": "security-lead"})
 		}, ErrNoProof, "no proof"},
 		{"not JSON", func(t *testing.T, q *Queue, req Request) {
-			os.WriteFile(q.decisionPath(req.ID), []byte("yes please"), 0o644)
+			writeAtomic(t, q.decisionPath(req.ID), []byte("yes please"))
 		}, ErrUnreadable, "unreadable"},
 		{"another key", func(t *testing.T, q *Queue, req Request) {
 			writeJSON(t, q.decisionPath(req.ID), sign(other, BindingOf(req), ApprovalRecord{ID: req.ID, Approved: true, By: "mallory", At: time.Now(), Via: "queue"}))
@@ -100,7 +111,7 @@ func TestQueueRefusesDecisionsWithoutAValidProof(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := os.ReadFile(q.decisionPath("decoy"))
-			os.WriteFile(q.decisionPath(req.ID), b, 0o644)
+			writeAtomic(t, q.decisionPath(req.ID), b)
 		}, ErrBoundElsewhere, `another request ("decoy")`},
 		{"another run", func(t *testing.T, q *Queue, req Request) {
 			key, _ := q.key()

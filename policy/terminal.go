@@ -100,7 +100,7 @@ func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRe
 	if req.Timeout > 0 {
 		timeout = req.Timeout
 	}
-	fmt.Fprint(t.Out, "\n"+Prompt(req.Prepared())+"Approve? [y/N] ")
+	fmt.Fprint(t.Out, "\nsymbi: "+Prompt(req.Prepared())+"Approve? [y/N] ")
 	var expired <-chan time.Time
 	if timeout > 0 {
 		timer := time.NewTimer(timeout)
