@@ -98,6 +98,48 @@ func RenderArguments(raw json.RawMessage, indent string, width, maxLines int) st
 	return joinLines(lines)
 }
 
+// ArgumentsLine is JSON arguments on one line of at most width characters
+// (about: a key longer than the share of its line is shown whole) for
+// timelines: the compact JSON when it fits, else {key: value, …} with every
+// top-level key shown and the values sharing the room left, each elided in
+// the middle. Bytes that are not a JSON object are shown escaped and
+// elided in the middle.
+func ArgumentsLine(raw json.RawMessage, width int) string {
+	root, err := parseNode(raw)
+	if err != nil || root.kind != '{' {
+		return fitLine(strings.Join(strings.Fields(string(raw)), " "), width)
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) == nil {
+		if s := EscapeLine(compact.String()); utf8.RuneCountInString(s) <= width {
+			return s
+		}
+	}
+	keys := make([]string, len(root.keys))
+	room := width - 2 // the braces
+	for i, k := range root.keys {
+		keys[i] = renderKey(k)
+		room -= utf8.RuneCountInString(keys[i]) + 2 // ": " or ", "
+	}
+	share := room / len(keys)
+	r := renderer{width: width, wrap: 1}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(k + ": ")
+		if share < 12 {
+			b.WriteString("…")
+			continue
+		}
+		b.WriteString(r.inline(root.items[i], share))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
 func joinLines(lines []string) string {
 	if len(lines) == 0 {
 		return ""

@@ -356,11 +356,13 @@ func (a *QueueApprover) Approve(ctx context.Context, req Request) (ApprovalRecor
 			if derr := q.discard(req.ID); derr != nil {
 				return ApprovalRecord{}, fmt.Errorf("approval queue: a refused decision cannot be removed: %w", derr)
 			}
+			// The request file as this run asked it, before anyone is
+			// told: a person acting on the report sees the real one.
+			if serr := q.Submit(req); serr != nil {
+				return ApprovalRecord{}, fmt.Errorf("approval queue: %w", serr)
+			}
 			if req.Rejected != nil {
 				req.Rejected(Rejection{RequestID: req.ID, Claimed: d.ApprovalRecord, Err: err})
-			}
-			if err := q.Submit(req); err != nil {
-				return ApprovalRecord{}, fmt.Errorf("approval queue: %w", err)
 			}
 		case err != nil:
 			return ApprovalRecord{}, err

@@ -90,8 +90,14 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// describeEvent says in one line what an event records.
+// describeEvent says in one line what an event records. Much of it is
+// text from the model, a tool or a file: control and invisible characters
+// are escaped, so none of it can move the cursor or break the line.
 func describeEvent(ev journal.Event) string {
+	return policy.EscapeLine(eventText(ev))
+}
+
+func eventText(ev journal.Event) string {
 	switch ev.Type {
 	case journal.Started:
 		var d journal.StartedData
@@ -125,15 +131,13 @@ func describeEvent(ev journal.Event) string {
 			return strings.Join(parts, "; ")
 		}
 	case journal.ApprovalRequested:
-		// Approval lines hold text from the model, a tool or a person:
-		// escaped, so none of it can move the cursor or end the line.
 		var d journal.ApprovalRequestedData
 		if ev.Decode(&d) == nil {
 			s := fmt.Sprintf("%s %s waits for a person: %s", d.Tool, compactJSON(d.Arguments), d.Reason)
 			if d.ArgumentsDigest != "" {
 				s += " (arguments " + d.ArgumentsDigest + ")"
 			}
-			return policy.EscapeLine(s)
+			return s
 		}
 	case journal.ApprovalRejected:
 		var d journal.ApprovalRejectedData
@@ -142,7 +146,7 @@ func describeEvent(ev journal.Event) string {
 			if d.By != "" {
 				s += fmt.Sprintf(" (claimed by %q)", d.By)
 			}
-			return policy.EscapeLine(s)
+			return s
 		}
 	case journal.ApprovalDecided:
 		var d journal.ApprovalDecidedData
@@ -151,7 +155,7 @@ func describeEvent(ev journal.Event) string {
 			if d.Approved {
 				verdict = "approved"
 			}
-			return policy.EscapeLine(fmt.Sprintf("%s %s by %s %s", d.Tool, verdict, d.By, d.Reason))
+			return fmt.Sprintf("%s %s by %s %s", d.Tool, verdict, d.By, d.Reason)
 		}
 	case journal.ToolsDispatched:
 		var d journal.ToolsDispatchedData

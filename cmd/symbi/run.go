@@ -354,7 +354,9 @@ func describeEvent(ev engine.Event) string {
 			m, _ := c.(map[string]any)
 			name, _ := m["name"].(string)
 			args, _ := m["arguments"].(string)
-			parts = append(parts, fmt.Sprintf("→ %s %s", name, clip(args, 100)))
+			// Every key shown: the first 100 characters could be a
+			// benign description with the real command after them.
+			parts = append(parts, fmt.Sprintf("→ %s %s", clip(name, 60), policy.ArgumentsLine(json.RawMessage(args), 100)))
 		}
 		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
 	case "policy_evaluated":
