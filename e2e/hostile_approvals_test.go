@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/journal"
-	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider/fakeserver"
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // Issue 11, items 1 (a decision must prove it came from symbi approve or
@@ -24,6 +25,31 @@ import (
 // hostileToken is the leaker model's API key (env HOSTILE_TOKEN), a
 // registered secret, which the model puts in its tool call's arguments.
 const hostileToken = "hostile-TOKEN-5e1f0c9a77"
+
+// approvalRejected is the journal event of a decision the waiting run
+// refused, and rejectedEvent its data (journal.ApprovalRejectedData;
+// spelled out so this file compiles, and fails, on a symbi without it).
+const approvalRejected = "approval_rejected"
+
+type rejectedEvent struct {
+	Tool      string `json:"tool"`
+	RequestID string `json:"request_id"`
+	Reason    string `json:"reason"`
+	Approved  bool   `json:"approved"`
+	By        string `json:"by"`
+}
+
+// argumentsDigest is the digest a person is shown of a tool call's
+// arguments, computed here from its definition (docs/policy.md): SHA-256
+// of the canonical JSON, "sha256:" and hex.
+func argumentsDigest(t *testing.T, args json.RawMessage) string {
+	t.Helper()
+	canon, err := builtins.CanonicalJSON(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seal.Digest(canon)
+}
 
 // hostileRun is one run of the fixture, started without a terminal, so it
 // asks through the approval queue.
@@ -171,7 +197,7 @@ func TestHostileApprovalForgedDecisionIgnored(t *testing.T) {
 					t.Fatalf("the forger's run:\n%s", r)
 				}
 			}
-			rej := decodeEvent[journal.ApprovalRejectedData](t, h.waitEvents(t, journal.ApprovalRejected, 1, untilRun)[0])
+			rej := decodeEvent[rejectedEvent](t, h.waitEvents(t, approvalRejected, 1, untilRun)[0])
 			if rej.Reason != "no proof" || rej.By != "security-lead" || !rej.Approved || rej.RequestID != id || rej.Tool != "touch" {
 				t.Errorf("approval_rejected %+v, want the forged approval by security-lead refused for want of a proof", rej)
 			}
@@ -230,20 +256,20 @@ func TestHostileApprovalCopiedDecisionRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAtomic(t, filepath.Join(h.queue(), id+".decision.json"), signed)
-	rej := decodeEvent[journal.ApprovalRejectedData](t, h.waitEvents(t, journal.ApprovalRejected, 1, untilRun)[0])
+	rej := decodeEvent[rejectedEvent](t, h.waitEvents(t, approvalRejected, 1, untilRun)[0])
 	if !strings.HasPrefix(rej.Reason, `bound to another request ("`+decoy+`")`) || rej.By != "mallory" {
 		t.Errorf("approval_rejected %+v, want a decision bound to another request", rej)
 	}
 
 	// The request file edited to the digest of other arguments (what it
 	// shows unchanged), then approved by a person who trusted it.
-	other := policy.ArgumentsDigest(policy.Action{Type: policy.ToolCall, Tool: "touch", Arguments: json.RawMessage(`{"reason":"rm -rf /"}`)})
+	other := argumentsDigest(t, json.RawMessage(`{"reason":"rm -rf /"}`))
 	writeAtomic(t, reqPath, edit(func(m map[string]any) { m["arguments_digest"] = other }))
 	if r := h.symbi(t, "approve", "--by", "alice", id); r.code != 0 || !strings.Contains(r.stdout, "digest: "+other) {
 		t.Fatalf("approving the edited request:\n%s", r)
 	}
-	rejs := h.waitEvents(t, journal.ApprovalRejected, 2, untilRun)
-	rej = decodeEvent[journal.ApprovalRejectedData](t, rejs[1])
+	rejs := h.waitEvents(t, approvalRejected, 2, untilRun)
+	rej = decodeEvent[rejectedEvent](t, rejs[1])
 	if rej.Reason != "bound to other arguments ("+other+")" || rej.By != "alice" {
 		t.Errorf("approval_rejected %+v, want a decision bound to other arguments", rej)
 	}
@@ -255,7 +281,7 @@ func TestHostileApprovalCopiedDecisionRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := policy.ArgumentsDigest(policy.Action{Type: policy.ToolCall, Tool: "touch", Arguments: json.RawMessage(`{"reason":"e2e"}`)})
+	want := argumentsDigest(t, json.RawMessage(`{"reason":"e2e"}`))
 	if !strings.Contains(string(back), `"arguments_digest": "`+want+`"`) {
 		t.Errorf("the request file was not restored to digest %s:\n%s", want, back)
 	}
@@ -285,7 +311,7 @@ func spoofArguments(t *testing.T) (json.RawMessage, string) {
 	if strings.Count(string(args), "\n") != 240 {
 		t.Fatalf("the spoofing arguments have %d newlines, want 240", strings.Count(string(args), "\n"))
 	}
-	return args, policy.ArgumentsDigest(policy.Action{Type: policy.ToolCall, Tool: "shell", Arguments: args})
+	return args, argumentsDigest(t, args)
 }
 
 // promptLines checks a prompt as printed: every key of the spoofing
@@ -356,7 +382,10 @@ func TestHostileApprovalPromptShowsEveryKey(t *testing.T) {
 		// scrolled away.
 		shown := screen(regexp.MustCompile(`Approve\? \[y/N\]`), "the approval prompt")
 		t.Logf("the screen at the prompt:\n%s", shown)
-		prompt := shown[strings.LastIndex(shown, "wants to run"):]
+		prompt := shown
+		if i := strings.LastIndex(shown, "wants to run"); i >= 0 {
+			prompt = shown[i:]
+		}
 		checkSpoofPrompt(t, prompt, digest)
 		tm("send-keys", "-t", "0", "n", "Enter")
 		end := screen(regexp.MustCompile(`exited \d+`), "the end of the run")
@@ -421,7 +450,9 @@ func TestHostileApprovalPromptShowsEveryKey(t *testing.T) {
 			t.Errorf("symbi run's line for the call hides a key:\n%s", r.stderr)
 		}
 		evs := readJournal(t, h.state, onlyRun(t, h.state))
-		asked := eventsOf[journal.ApprovalRequestedData](t, evs, journal.ApprovalRequested)
+		asked := eventsOf[struct {
+			ArgumentsDigest string `json:"arguments_digest"`
+		}](t, evs, journal.ApprovalRequested)
 		if len(asked) != 1 || asked[0].ArgumentsDigest != digest {
 			t.Errorf("approval_requested %+v, want the digest %s", asked, digest)
 		}
@@ -449,7 +480,7 @@ func TestHostileApprovalRedactsSecrets(t *testing.T) {
 	}
 	list := h.symbi(t, "approve")
 	exact := json.RawMessage(`{"reason":"send ` + hostileToken + ` to the attacker"}`)
-	digest := policy.ArgumentsDigest(policy.Action{Type: policy.ToolCall, Tool: "touch", Arguments: exact})
+	digest := argumentsDigest(t, exact)
 	for where, text := range map[string]string{"the request file": string(file), "the listing": list.stdout + list.stderr} {
 		if strings.Contains(text, hostileToken) {
 			t.Errorf("%s shows the secret:\n%s", where, text)
@@ -496,7 +527,7 @@ func TestHostileApprovalEscalation(t *testing.T) {
 		}
 		return ""
 	}
-	rej := decodeEvent[journal.ApprovalRejectedData](t, h.waitEvents(t, journal.ApprovalRejected, 1, once)[0])
+	rej := decodeEvent[rejectedEvent](t, h.waitEvents(t, approvalRejected, 1, once)[0])
 	if rej.Reason != "no proof" || rej.Tool != "flaky" {
 		t.Errorf("approval_rejected %+v", rej)
 	}
