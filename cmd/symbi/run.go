@@ -380,7 +380,7 @@ func describeEvent(ev engine.Event) string {
 			if outcome == "deny" {
 				mark = "✗"
 			}
-			line := fmt.Sprintf("%s %s %s", mark, outcome, what)
+			line := fmt.Sprintf("%s %s %s", mark, outcome, clip(what, 60)) // an unknown tool's name is the model's
 			if pol != "" {
 				line += " by " + pol
 			}
@@ -424,7 +424,7 @@ func describeEvent(ev engine.Event) string {
 	case "reflection_evaluated":
 		return fmt.Sprintf("◇ attempt %v: %s (score %v)", d["attempt"], str("verdict"), d["score"])
 	case "step_finished":
-		return fmt.Sprintf("◇ step %s %s", str("step_id"), str("status"))
+		return fmt.Sprintf("◇ step %s %s", clip(str("step_id"), 60), str("status"))
 	case "delegation_started":
 		return fmt.Sprintf("⇒ delegate to %s: %s", strings.TrimPrefix(str("target"), "agent."), clip(str("task"), 100))
 	case "delegation_finished":
