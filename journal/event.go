@@ -65,11 +65,17 @@ const (
 	Terminated            = "terminated"
 )
 
+// Approvals (issue 11): a decision found in the approval queue that the
+// waiting run refused.
+const (
+	ApprovalRejected = "approval_rejected"
+)
+
 // EventTypes lists every event type in the order a run usually meets them.
 func EventTypes() []string {
 	return []string{
 		Started, Prehydrated, KnowledgeInjected, ModelRouted, ReasoningComplete,
-		PolicyEvaluated, ApprovalRequested, ApprovalDecided, ToolsDispatched,
+		PolicyEvaluated, ApprovalRequested, ApprovalRejected, ApprovalDecided, ToolsDispatched,
 		ToolResult, RecoveryTriggered, ObservationsCollected, DelegationStarted,
 		DelegationFinished, PlanCreated, StepStarted, StepFinished,
 		ReflectionEvaluated, CandidateStarted, CandidateFinished, CandidateScored,
@@ -142,12 +148,30 @@ type GateRecord struct {
 }
 
 // ApprovalRequestedData is a tool call waiting for a person.
+// ArgumentsDigest is policy.ArgumentsDigest of the action: the digest the
+// person is shown and any decision must be bound to.
 type ApprovalRequestedData struct {
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Queue     string          `json:"queue,omitempty"` // empty: the terminal
-	Reason    string          `json:"reason,omitempty"`
+	CallID          string          `json:"call_id"`
+	Tool            string          `json:"tool"`
+	Arguments       json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsDigest string          `json:"arguments_digest,omitempty"`
+	Queue           string          `json:"queue,omitempty"` // empty: the terminal
+	Reason          string          `json:"reason,omitempty"`
+}
+
+// ApprovalRejectedData is a decision the approval queue held for a waiting
+// request and the run refused, because it does not prove it came from
+// `symbi approve` or `symbi deny` for this very request: Reason says why
+// (no proof, bad proof, bound to another run, request, action or other
+// arguments, unreadable). Approved and By are what the refused decision
+// claimed. The run goes on waiting.
+type ApprovalRejectedData struct {
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	RequestID string `json:"request_id"`
+	Reason    string `json:"reason"`
+	Approved  bool   `json:"approved,omitempty"`
+	By        string `json:"by,omitempty"`
 }
 
 // ApprovalDecidedData is the person's answer; a timeout is a denial.

@@ -1,23 +1,125 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // Request asks a person to decide one action.
+//
+// The approver that asks keeps the Request in memory and decides on it
+// alone: what a request file in the queue says is for display, and a
+// decision is accepted only when its proof binds it to this Request's run,
+// ID, action and ArgumentsDigest (see Binding).
 type Request struct {
-	ID      string    `json:"id"`
-	RunID   string    `json:"run_id,omitempty"`
-	Agent   string    `json:"agent"`
-	Action  Action    `json:"action"`
-	Reason  string    `json:"reason"`           // why a person is asked
-	Policy  string    `json:"policy,omitempty"` // the policy that asked, if any
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires"`
+	ID     string `json:"id"`
+	RunID  string `json:"run_id,omitempty"`
+	Agent  string `json:"agent"`
+	Action Action `json:"action"` // in a request file: without arguments or text (see Arguments)
+	// Arguments is what a person is shown of the action (DecidedArguments),
+	// with the run's secrets redacted; ArgumentsDigest is the digest of the
+	// exact, unredacted form. Prepared sets both from Action.
+	Arguments       json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsDigest string          `json:"arguments_digest,omitempty"`
+	Reason          string          `json:"reason"`           // why a person is asked
+	Policy          string          `json:"policy,omitempty"` // the policy that asked, if any
+	Created         time.Time       `json:"created"`
+	Expires         time.Time       `json:"expires"`
 	// Timeout overrides the approver's own; zero keeps it.
 	Timeout time.Duration `json:"-"`
+	// Redact takes the run's secrets out of a JSON value a person is
+	// shown (the arguments, the reason as a JSON string); nil shows them
+	// as they are. The digest is always of the exact arguments.
+	Redact func(json.RawMessage) json.RawMessage `json:"-"`
+	// Rejected is told of every decision the queue found for this request
+	// and refused (no proof, a bad one, or one bound to something else);
+	// the approver goes on waiting. Nil: nobody is told.
+	Rejected func(Rejection) `json:"-"`
+}
+
+// Prepared is the request as a person sees it and a decision is bound to
+// it: Arguments and ArgumentsDigest computed from Action (whatever the
+// caller put there), and Arguments and Reason redacted. Every approver
+// prepares the request it is given before showing or submitting it.
+func (r Request) Prepared() Request {
+	args := DecidedArguments(r.Action)
+	r.ArgumentsDigest = digestJSON(args)
+	r.Arguments = args
+	if r.Redact != nil {
+		r.Arguments = r.Redact(args)
+		if b, err := json.Marshal(r.Reason); err == nil {
+			var s string
+			if json.Unmarshal(r.Redact(b), &s) == nil {
+				r.Reason = s
+			}
+		}
+	}
+	return r
+}
+
+// DecidedArguments is what a person decides about, as JSON: a tool call's
+// arguments exactly as the tool gets them, a delegation's target and task
+// (what the delegate tool gets), a respond's content, a terminate's reason.
+func DecidedArguments(a Action) json.RawMessage {
+	var v any
+	switch a.Type {
+	case ToolCall:
+		if len(bytes.TrimSpace(a.Arguments)) == 0 {
+			return json.RawMessage("{}")
+		}
+		return a.Arguments
+	case Delegate:
+		v = map[string]string{"target": a.Target, "task": a.Task}
+	case Respond:
+		v = map[string]string{"content": a.Content}
+	case Terminate:
+		v = map[string]string{"reason": a.Reason}
+	default:
+		v = map[string]any{}
+	}
+	b, err := marshalCanonical(v)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+// ArgumentsDigest is the digest of the arguments a person decides about
+// (DecidedArguments) in their canonical JSON (keys sorted, no spacing,
+// numbers as written, no HTML escaping: builtins.CanonicalJSON's form):
+// "sha256:" and 64 hex digits. Prompts, `symbi approve` and the journal
+// show it, and every decision in the queue is bound to it.
+func ArgumentsDigest(a Action) string { return digestJSON(DecidedArguments(a)) }
+
+// digestJSON digests raw in canonical form; bytes that are not one JSON
+// value are digested as they are.
+func digestJSON(raw json.RawMessage) string {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return seal.Digest(raw)
+	}
+	b, err := marshalCanonical(v)
+	if err != nil {
+		return seal.Digest(raw)
+	}
+	return seal.Digest(b)
+}
+
+// marshalCanonical is json.Marshal without HTML escaping: object keys
+// sorted, no spacing, json.Number as written.
+func marshalCanonical(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // ApprovalRecord is a person's decision, for the journal: what, who, when.

@@ -230,7 +230,7 @@ func TestTerminalApprover(t *testing.T) {
 		if rec.Approved != tc.approved || !strings.Contains(rec.Reason, tc.reason) || rec.By != "alice" || rec.Via != "terminal" {
 			t.Errorf("answer %q: record %+v", tc.answer, rec)
 		}
-		for _, want := range []string{`agent researcher wants to run tool_call "shell"`, `{"cmd":"rm x"}`, "rm needs a person", "[y/N]"} {
+		for _, want := range []string{`agent researcher wants to run tool_call "shell"`, `    cmd: "rm x"`, "digest " + ArgumentsDigest(req.Action), "rm needs a person", "[y/N]"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("prompt lacks %q: %s", want, out.String())
 			}

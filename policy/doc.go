@@ -18,7 +18,13 @@
 // tool with approval = "always"), Chain.Resolve puts the question to an
 // Approver (TerminalApprover, or QueueApprover over the file queue in
 // <state_dir>/approvals/) and returns the Approved on a person's yes, with
-// the ApprovalRecord (who, when, how) for the journal.
+// the ApprovalRecord (who, when, how) for the journal. A decision in the
+// queue counts only with a proof: an HMAC under the state directory's key
+// (package seal) that binds it to the waiting request's run, ID, action and
+// ArgumentsDigest (proof.go); the waiter checks it against the Request it
+// holds in memory. Every approver shows a person the same Prompt: the
+// arguments rendered bounded and escaped (RenderArguments), and their
+// digest.
 //
 // Gate and Resolve are the only ways to obtain an Approved, and tool
 // executors accept only Approved values: the phase order Reason → Gate → Act
@@ -28,5 +34,5 @@
 // `symbi policy eval --explain`. docs/policy.md is the user's guide.
 //
 // This package must not import interp, the engine, providers or builtins;
-// it may import plan.
+// it may import plan and seal.
 package policy

@@ -14,23 +14,42 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // Queue is the file queue of approval requests in <state_dir>/approvals/.
 // A waiting run writes <id>.request.json; `symbi approve` or `symbi deny`
-// writes <id>.decision.json. Every file is written to a temporary name and
-// renamed (or linked) into place, so a reader never sees half a file, and a
-// decision is linked without overwriting, so two people deciding at once
-// cannot both win.
+// writes <id>.decision.json, signed with the state directory's key (see
+// package seal) and bound to the request (see Binding): the waiting run
+// ignores any decision without a valid proof bound to its own request.
+// Every file is written to a temporary name and renamed (or linked) into
+// place, so a reader never sees half a file, and a decision is linked
+// without overwriting, so two people deciding at once cannot both win.
 type Queue struct {
 	Dir string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Key signs and verifies decisions; the zero Key is the key of the
+	// state directory that holds Dir (created on first use).
+	Key seal.Key
 }
 
 // NewQueue is the queue of a state directory.
 func NewQueue(stateDir string) *Queue {
 	return &Queue{Dir: filepath.Join(stateDir, "approvals")}
+}
+
+// key is the key decisions are signed with.
+func (q *Queue) key() (seal.Key, error) {
+	if q.Key.Valid() {
+		return q.Key, nil
+	}
+	k, err := seal.Open(filepath.Dir(q.Dir))
+	if err != nil {
+		return seal.Key{}, fmt.Errorf("approval queue: %w", err)
+	}
+	return k, nil
 }
 
 func (q *Queue) now() time.Time {
@@ -52,11 +71,14 @@ func checkID(id string) error {
 func (q *Queue) requestPath(id string) string  { return filepath.Join(q.Dir, id+".request.json") }
 func (q *Queue) decisionPath(id string) string { return filepath.Join(q.Dir, id+".decision.json") }
 
-// Submit adds a request to the queue.
+// Submit adds a request to the queue, as Prepared made it: the file holds
+// the action without its arguments or text, which are in Arguments
+// (redacted), beside the digest of the exact arguments.
 func (q *Queue) Submit(req Request) error {
 	if err := checkID(req.ID); err != nil {
 		return err
 	}
+	req.Action.Arguments, req.Action.Task, req.Action.Content, req.Action.Reason = nil, "", "", ""
 	b, err := json.MarshalIndent(req, "", "  ")
 	if err != nil {
 		return err
@@ -127,19 +149,36 @@ func (q *Queue) Request(id string) (Request, error) {
 	return req, nil
 }
 
-// Decide records a person's decision on a pending request. It fails with
-// ErrUnknownRequest when there is no such request and ErrAlreadyDecided when
-// someone (or the timeout) decided first.
+// Decide records a person's decision on a pending request, signed and
+// bound to the request as its file describes it (the run, the ID, the
+// action, the arguments' digest). It fails with ErrUnknownRequest when
+// there is no such request and ErrAlreadyDecided when someone (or the
+// timeout) decided first.
 func (q *Queue) Decide(id string, approved bool, by, reason string) (ApprovalRecord, error) {
+	rec, _, err := q.DecideBound(id, approved, by, reason)
+	return rec, err
+}
+
+// DecideBound is Decide, and also returns what the decision is bound to.
+func (q *Queue) DecideBound(id string, approved bool, by, reason string) (ApprovalRecord, Binding, error) {
 	req, err := q.Request(id)
 	if err != nil {
-		return ApprovalRecord{}, err
+		return ApprovalRecord{}, Binding{}, err
 	}
 	rec := ApprovalRecord{ID: id, Approved: approved, By: by, At: q.now(), Via: "queue", Reason: reason}
 	if !req.Expires.IsZero() && !rec.At.Before(req.Expires) {
-		return ApprovalRecord{}, fmt.Errorf("%w: %s expired at %s", ErrAlreadyDecided, id, req.Expires.Format(time.RFC3339))
+		return ApprovalRecord{}, Binding{}, fmt.Errorf("%w: %s expired at %s", ErrAlreadyDecided, id, req.Expires.Format(time.RFC3339))
 	}
-	return rec, q.writeDecision(rec)
+	key, err := q.key()
+	if err != nil {
+		return ApprovalRecord{}, Binding{}, err
+	}
+	b := BindingOf(req)
+	b.RequestID = id // the file's name, whatever its content says
+	if err := q.writeDecision(key, sign(key, b, rec)); err != nil {
+		return ApprovalRecord{}, Binding{}, err
+	}
+	return rec, b, nil
 }
 
 // Withdraw takes a run's pending requests (and its delegations', whose run
@@ -165,8 +204,8 @@ func (q *Queue) Withdraw(runID string) (int, error) {
 	return n, nil
 }
 
-func (q *Queue) writeDecision(rec ApprovalRecord) error {
-	b, err := json.MarshalIndent(rec, "", "  ")
+func (q *Queue) writeDecision(key seal.Key, d signedDecision) error {
+	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -175,35 +214,57 @@ func (q *Queue) writeDecision(rec ApprovalRecord) error {
 		return err
 	}
 	defer os.Remove(tmp)
-	err = os.Link(tmp, q.decisionPath(rec.ID))
+	err = os.Link(tmp, q.decisionPath(d.ID))
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: %s", ErrAlreadyDecided, rec.ID)
+		return q.inTheWay(key, d.ID)
 	}
 	if err != nil {
 		// A filesystem without hard links: fall back to rename, which is
 		// atomic but may replace a decision made in the same instant.
-		if _, serr := os.Stat(q.decisionPath(rec.ID)); serr == nil {
-			return fmt.Errorf("%w: %s", ErrAlreadyDecided, rec.ID)
+		if _, serr := os.Stat(q.decisionPath(d.ID)); serr == nil {
+			return q.inTheWay(key, d.ID)
 		}
-		return os.Rename(tmp, q.decisionPath(rec.ID))
+		return os.Rename(tmp, q.decisionPath(d.ID))
 	}
 	return nil
 }
 
-// decision reads the decision on a request, if there is one yet.
-func (q *Queue) decision(id string) (ApprovalRecord, bool, error) {
+// inTheWay says why a decision could not be written where another is:
+// someone decided first (ErrAlreadyDecided), or a file without a valid
+// proof is there, which the waiting run discards when it next looks.
+func (q *Queue) inTheWay(key seal.Key, id string) error {
+	there, ok, err := q.decision(id)
+	if err == nil && ok && there.valid(key) {
+		return fmt.Errorf("%w: %s", ErrAlreadyDecided, id)
+	}
+	return fmt.Errorf("%s holds a decision without a valid proof (not written by symbi approve or deny); the waiting run discards it when it next looks (within a second): decide again then", q.decisionPath(id))
+}
+
+// decision reads the decision on a request, if there is one yet. A file
+// that is not a decision is returned with ok and an error wrapping
+// ErrUnreadable; other errors are I/O failures.
+func (q *Queue) decision(id string) (signedDecision, bool, error) {
 	b, err := os.ReadFile(q.decisionPath(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return ApprovalRecord{}, false, nil
+		return signedDecision{}, false, nil
 	}
 	if err != nil {
-		return ApprovalRecord{}, false, err
+		return signedDecision{}, false, err
 	}
-	var rec ApprovalRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return ApprovalRecord{}, false, fmt.Errorf("approval decision %s: %w", id, err)
+	var d signedDecision
+	if err := json.Unmarshal(b, &d); err != nil {
+		return signedDecision{}, true, fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
-	return rec, true, nil
+	return d, true, nil
+}
+
+// discard takes a refused decision out of the way, so a person's can be
+// linked into its place.
+func (q *Queue) discard(id string) error {
+	if err := os.Remove(q.decisionPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // remove clears a request and its decision once the waiter has read it; the
@@ -241,7 +302,12 @@ type QueueApprover struct {
 	NewID func() string
 }
 
-// Approve submits req and waits for `symbi approve` or `symbi deny`.
+// Approve submits req and waits for `symbi approve` or `symbi deny`. Only a
+// decision whose proof verifies under the state key and binds it to this
+// request (its run, ID, action and arguments' digest, computed here from
+// req.Action) is returned; any other decision file is discarded, reported
+// to req.Rejected, and the request file is written again as this run asked
+// it, so an edited one cannot mislead the next person.
 func (a *QueueApprover) Approve(ctx context.Context, req Request) (ApprovalRecord, error) {
 	if a.Queue == nil {
 		return ApprovalRecord{}, errors.New("approval queue: no Queue set")
@@ -261,6 +327,12 @@ func (a *QueueApprover) Approve(ctx context.Context, req Request) (ApprovalRecor
 		interval = 250 * time.Millisecond
 	}
 	q := a.Queue
+	key, err := q.key()
+	if err != nil {
+		return ApprovalRecord{}, err
+	}
+	req = req.Prepared()
+	want := BindingOf(req)
 	req.Created = q.now()
 	req.Expires = req.Created.Add(timeout)
 	if err := q.Submit(req); err != nil {
@@ -270,17 +342,35 @@ func (a *QueueApprover) Approve(ctx context.Context, req Request) (ApprovalRecor
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
 	for {
-		rec, ok, err := q.decision(req.ID)
-		if err != nil {
-			return ApprovalRecord{}, err
+		d, ok, err := q.decision(req.ID)
+		if ok && err == nil {
+			err = d.check(key, want)
+			if err == nil {
+				rec := d.ApprovalRecord
+				rec.ID = req.ID
+				return rec, nil
+			}
 		}
-		if ok {
-			return rec, nil
+		switch {
+		case ok:
+			if derr := q.discard(req.ID); derr != nil {
+				return ApprovalRecord{}, fmt.Errorf("approval queue: a refused decision cannot be removed: %w", derr)
+			}
+			// The request file as this run asked it, before anyone is
+			// told: a person acting on the report sees the real one.
+			if serr := q.Submit(req); serr != nil {
+				return ApprovalRecord{}, fmt.Errorf("approval queue: %w", serr)
+			}
+			if req.Rejected != nil {
+				req.Rejected(Rejection{RequestID: req.ID, Claimed: d.ApprovalRecord, Err: err})
+			}
+		case err != nil:
+			return ApprovalRecord{}, err
 		}
 		if !q.now().Before(req.Expires) {
 			rec := ApprovalRecord{ID: req.ID, By: "timeout", At: q.now(), Via: "timeout",
 				Reason: fmt.Sprintf("nobody approved %s within %s (a timeout is a deny)", req.Action, timeout)}
-			if err := q.writeDecision(rec); errors.Is(err, ErrAlreadyDecided) {
+			if err := q.writeDecision(key, sign(key, want, rec)); errors.Is(err, ErrAlreadyDecided) {
 				continue // a person decided in the same instant: theirs stands
 			}
 			return rec, nil

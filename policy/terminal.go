@@ -12,7 +12,7 @@ import (
 )
 
 // TerminalApprover asks the person at the terminal: it prints the request
-// and reads one line; "y" or "yes" approves, anything else denies (the rest
+// (Prompt: bounded, escaped, with the arguments' digest) and reads one line; "y" or "yes" approves, anything else denies (the rest
 // of the line after "n" is the reason).
 type TerminalApprover struct {
 	Out io.Writer
@@ -100,14 +100,7 @@ func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRe
 	if req.Timeout > 0 {
 		timeout = req.Timeout
 	}
-	fmt.Fprintf(t.Out, "\nsymbi: agent %s wants to run %s\n", req.Agent, req.Action)
-	if len(req.Action.Arguments) > 0 {
-		fmt.Fprintf(t.Out, "  arguments: %s\n", req.Action.Arguments)
-	}
-	if req.Reason != "" {
-		fmt.Fprintf(t.Out, "  why asked: %s\n", req.Reason)
-	}
-	fmt.Fprint(t.Out, "Approve? [y/N] ")
+	fmt.Fprint(t.Out, "\nsymbi: "+Prompt(req.Prepared())+"Approve? [y/N] ")
 	var expired <-chan time.Time
 	if timeout > 0 {
 		timer := time.NewTimer(timeout)

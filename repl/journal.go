@@ -90,8 +90,14 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// describeEvent says in one line what an event records.
+// describeEvent says in one line what an event records. Much of it is
+// text from the model, a tool or a file: control and invisible characters
+// are escaped, so none of it can move the cursor or break the line.
 func describeEvent(ev journal.Event) string {
+	return policy.EscapeLine(eventText(ev))
+}
+
+func eventText(ev journal.Event) string {
 	switch ev.Type {
 	case journal.Started:
 		var d journal.StartedData
@@ -127,7 +133,20 @@ func describeEvent(ev journal.Event) string {
 	case journal.ApprovalRequested:
 		var d journal.ApprovalRequestedData
 		if ev.Decode(&d) == nil {
-			return fmt.Sprintf("%s %s waits for a person: %s", d.Tool, d.Arguments, d.Reason)
+			s := fmt.Sprintf("%s %s waits for a person: %s", d.Tool, compactJSON(d.Arguments), d.Reason)
+			if d.ArgumentsDigest != "" {
+				s += " (arguments " + d.ArgumentsDigest + ")"
+			}
+			return s
+		}
+	case journal.ApprovalRejected:
+		var d journal.ApprovalRejectedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("%s: ignored decision on request %s: %s", d.Tool, d.RequestID, d.Reason)
+			if d.By != "" {
+				s += fmt.Sprintf(" (claimed by %q)", d.By)
+			}
+			return s
 		}
 	case journal.ApprovalDecided:
 		var d journal.ApprovalDecidedData

@@ -234,7 +234,7 @@ func phaseLabel(typ string) string {
 		return "route"
 	case journal.ReasoningComplete:
 		return "reason"
-	case journal.PolicyEvaluated, journal.ApprovalRequested, journal.ApprovalDecided:
+	case journal.PolicyEvaluated, journal.ApprovalRequested, journal.ApprovalRejected, journal.ApprovalDecided:
 		return "gate"
 	case journal.ToolsDispatched, journal.ToolResult, journal.RecoveryTriggered, journal.DelegationStarted, journal.DelegationFinished:
 		return "act"

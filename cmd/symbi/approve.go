@@ -1,10 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -43,7 +42,7 @@ func decideRequest(cmd *cobra.Command, f *approvalFlags, id string, approved boo
 		return err
 	}
 	q := policy.NewQueue(stateDir)
-	rec, err := q.Decide(id, approved, f.person(), f.reason)
+	rec, bound, err := q.DecideBound(id, approved, f.person(), f.reason)
 	switch {
 	case errors.Is(err, policy.ErrUnknownRequest):
 		return exitWith(exitInvalid, "%v (run `symbi approve` to list pending requests)", err)
@@ -56,8 +55,22 @@ func decideRequest(cmd *cobra.Command, f *approvalFlags, id string, approved boo
 	if rec.Approved {
 		verb = "approved"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s %s by %s at %s\n", verb, rec.ID, rec.By, rec.At.UTC().Format(time.RFC3339))
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "%s %s by %s at %s\n", verb, rec.ID, policy.EscapeLine(rec.By), rec.At.UTC().Format(time.RFC3339))
+	// What the signed decision is bound to: a run that asked about other
+	// arguments refuses it.
+	if bound.RunID != "" {
+		fmt.Fprintf(out, "  run:    %s\n", policy.EscapeLine(bound.RunID))
+	}
+	fmt.Fprintf(out, "  digest: %s\n", digestOrNone(bound.ArgumentsDigest))
 	return nil
+}
+
+func digestOrNone(d string) string {
+	if d == "" {
+		return "(no digest)"
+	}
+	return policy.EscapeLine(d)
 }
 
 func newApproveCmd() *cobra.Command {
@@ -68,7 +81,11 @@ func newApproveCmd() *cobra.Command {
 		Long: `An agent whose action needs a person (an ask decision, or a tool with
 approval = "always") and that runs without a terminal writes a request to
 <state_dir>/approvals/ and waits. symbi approve ID lets the action run;
-symbi deny ID refuses it. With no ID, symbi approve lists pending requests.
+symbi deny ID refuses it. With no ID, symbi approve lists pending requests,
+each with its arguments (secrets redacted) and their digest, the one the
+terminal prompt shows. A decision is signed with the state directory's key
+and bound to the request's run, action and arguments' digest: the waiting
+run ignores any decision without such a proof.
 The queue is in --state-dir, or in the state_dir of the configuration named
 by --config, or in ./.symbi.`,
 		Args: cobra.MaximumNArgs(1),
@@ -90,26 +107,36 @@ by --config, or in ./.symbi.`,
 				return nil
 			}
 			for _, r := range reqs {
-				fmt.Fprintf(out, "%s  agent %s wants %s\n", r.ID, r.Agent, r.Action)
-				if len(r.Action.Arguments) > 0 {
-					var args bytes.Buffer
-					if json.Compact(&args, r.Action.Arguments) != nil {
-						args.Reset()
-						args.Write(r.Action.Arguments)
-					}
-					fmt.Fprintf(out, "    arguments: %s\n", args.Bytes())
-				}
-				if r.Reason != "" {
-					fmt.Fprintf(out, "    why asked: %s\n", r.Reason)
-				}
-				if r.RunID != "" {
-					fmt.Fprintf(out, "    run:       %s\n", r.RunID)
-				}
-				fmt.Fprintf(out, "    expires:   %s\n", r.Expires.UTC().Format(time.RFC3339))
+				listRequest(out, r)
 			}
 			return nil
 		},
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// listRequest prints one pending request as `symbi approve` lists it: the
+// arguments as every approver shows them (bounded, escaped, redacted by the
+// run that asked) and the digest of the exact arguments, which the
+// decision will be bound to. The file is only what the waiting run wrote:
+// the run itself accepts a decision only for the arguments it holds.
+func listRequest(out io.Writer, r policy.Request) {
+	fmt.Fprintf(out, "%s  %s\n", policy.EscapeLine(r.ID), policy.EscapeLine(fmt.Sprintf("agent %s wants %s", r.Agent, r.Action)))
+	args := r.Arguments
+	if len(args) == 0 && len(r.Action.Arguments) > 0 {
+		args = r.Action.Arguments // a request written before arguments moved out of the action
+	}
+	if len(args) > 0 {
+		fmt.Fprintln(out, "    arguments:")
+		io.WriteString(out, policy.RenderArguments(args, "      ", policy.PromptWidth, policy.PromptArgumentLines))
+	}
+	fmt.Fprintf(out, "    digest:    %s\n", digestOrNone(r.ArgumentsDigest))
+	if r.Reason != "" {
+		fmt.Fprintf(out, "    why asked: %s\n", policy.EscapeLine(r.Reason))
+	}
+	if r.RunID != "" {
+		fmt.Fprintf(out, "    run:       %s\n", policy.EscapeLine(r.RunID))
+	}
+	fmt.Fprintf(out, "    expires:   %s\n", r.Expires.UTC().Format(time.RFC3339))
 }

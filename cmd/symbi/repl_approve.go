@@ -118,8 +118,8 @@ func (p *promptedInput) SetPrompt(s string)        { p.prompt = s }
 func (p *promptedInput) Readline() (string, error) { return p.in.next(p.ctx, p.prompt) }
 
 // lineApprover asks the person at the REPL (or the script's next line)
-// about an action a policy wants a person to decide: "y" or "yes"
-// approves, anything else denies. Like policy.TerminalApprover it waits no
+// about an action a policy wants a person to decide, shown as
+// policy.Prompt shows it: "y" or "yes" approves, anything else denies. Like policy.TerminalApprover it waits no
 // longer than the request's Timeout (or, without one, its Expires, or the
 // deadline of ctx), and a request nobody answered in time is denied; a
 // cancelled ctx is an error.
@@ -139,13 +139,7 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	fmt.Fprintf(a.out, "agent %s wants to run %s\n", req.Agent, req.Action)
-	if len(req.Action.Arguments) > 0 {
-		fmt.Fprintf(a.out, "  arguments: %s\n", req.Action.Arguments)
-	}
-	if req.Reason != "" {
-		fmt.Fprintf(a.out, "  why asked: %s\n", req.Reason)
-	}
+	fmt.Fprint(a.out, policy.Prompt(req.Prepared()))
 	wait, stop := ctx, context.CancelFunc(func() {})
 	switch {
 	case req.Timeout > 0:

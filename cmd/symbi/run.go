@@ -374,7 +374,9 @@ func describeEvent(ev engine.Event) string {
 			m, _ := c.(map[string]any)
 			name, _ := m["name"].(string)
 			args, _ := m["arguments"].(string)
-			parts = append(parts, fmt.Sprintf("→ %s %s", name, clip(args, 100)))
+			// Every key shown: the first 100 characters could be a
+			// benign description with the real command after them.
+			parts = append(parts, fmt.Sprintf("→ %s %s", clip(name, 60), policy.ArgumentsLine(json.RawMessage(args), 100)))
 		}
 		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
 	case "policy_evaluated":
@@ -398,7 +400,7 @@ func describeEvent(ev engine.Event) string {
 			if outcome == "deny" {
 				mark = "✗"
 			}
-			line := fmt.Sprintf("%s %s %s", mark, outcome, what)
+			line := fmt.Sprintf("%s %s %s", mark, outcome, clip(what, 60)) // an unknown tool's name is the model's
 			if pol != "" {
 				line += " by " + pol
 			}
@@ -410,9 +412,15 @@ func describeEvent(ev engine.Event) string {
 		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
 	case "approval_decided":
 		if b, _ := d["approved"].(bool); b {
-			return fmt.Sprintf("✓ approved %s", str("tool"))
+			return fmt.Sprintf("✓ approved %s by %s", clip(str("tool"), 60), clip(str("by"), 40))
 		}
-		return fmt.Sprintf("✗ not approved %s: %s", str("tool"), str("reason"))
+		return fmt.Sprintf("✗ not approved %s: %s", clip(str("tool"), 60), clip(str("reason"), 160))
+	case "approval_rejected":
+		line := fmt.Sprintf("✗ ignored a decision on %s (%s): %s", clip(str("tool"), 60), clip(str("request_id"), 20), clip(str("reason"), 100))
+		if by := str("by"); by != "" {
+			line += fmt.Sprintf(", claimed by %s", clip(by, 40))
+		}
+		return line
 	case "tool_result":
 		if e := str("error"); e != "" {
 			return fmt.Sprintf("← %s failed (%s): %s", str("tool"), str("error_kind"), clip(e, 160))
@@ -436,7 +444,7 @@ func describeEvent(ev engine.Event) string {
 	case "reflection_evaluated":
 		return fmt.Sprintf("◇ attempt %v: %s (score %v)", d["attempt"], str("verdict"), d["score"])
 	case "step_finished":
-		return fmt.Sprintf("◇ step %s %s", str("step_id"), str("status"))
+		return fmt.Sprintf("◇ step %s %s", clip(str("step_id"), 60), str("status"))
 	case "delegation_started":
 		return fmt.Sprintf("⇒ delegate to %s: %s", strings.TrimPrefix(str("target"), "agent."), clip(str("task"), 100))
 	case "delegation_finished":
@@ -445,8 +453,12 @@ func describeEvent(ev engine.Event) string {
 	return ""
 }
 
+// clip is s on one line of at most n characters: runs of white space
+// become one space, and control and invisible characters are escaped (a
+// tool's output or a model's text could otherwise move the cursor or
+// rewrite the line on the terminal).
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = policy.EscapeLine(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

@@ -226,7 +226,7 @@ func (r *run) fixedInput() policy.Input {
 // is a denial.
 func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved, policy.Decision) {
 	a := v.Action
-	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Reason: v.Decision.Reason}); err != nil {
+	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, ArgumentsDigest: policy.ArgumentsDigest(a), Reason: v.Decision.Reason}); err != nil {
 		// An approval with no record is no audit trail: fail closed.
 		return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval request could not be journalled: " + err.Error()}
 	}
@@ -236,7 +236,7 @@ func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved
 	if r.e.opts.Approver == nil {
 		err = ErrNoApprover
 	} else {
-		approved, rec, err = r.chain.Resolve(ctx, v, r.e.opts.Approver, policy.Request{RunID: r.id, Agent: r.name})
+		approved, rec, err = r.chain.Resolve(ctx, v, r.e.opts.Approver, r.approvalRequest(a, "", 0))
 	}
 	d := r.recordApproval(a, rec, err)
 	if d.Outcome == policy.Deny {
@@ -250,14 +250,14 @@ func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved
 // get an answer is an error, which passes the chain on.
 func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeout time.Duration, failure error) (bool, error) {
 	reason := fmt.Sprintf("%s failed (%v); run it again?", a, failure)
-	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, Queue: queue, Reason: reason}); err != nil {
+	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, ArgumentsDigest: policy.ArgumentsDigest(a), Queue: queue, Reason: reason}); err != nil {
 		return false, err
 	}
 	if r.e.opts.Approver == nil {
 		r.recordApproval(a, policy.ApprovalRecord{}, ErrNoApprover)
 		return false, ErrNoApprover
 	}
-	rec, err := r.e.opts.Approver.Approve(ctx, policy.Request{RunID: r.id, Agent: r.name, Action: a, Reason: reason, Timeout: timeout})
+	rec, err := r.e.opts.Approver.Approve(ctx, r.approvalRequest(a, reason, timeout))
 	if err != nil && errors.Is(context.Cause(ctx), builtins.ErrEscalationTimeout) {
 		// The question's deadline and the approver's own timeout are the
 		// same instant; whichever fired, nobody answered in time.
@@ -274,6 +274,25 @@ func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeo
 		return false, fmt.Errorf("escalation to %s timed out", queue)
 	}
 	return rec.Approved, nil
+}
+
+// approvalRequest is the question about a of this run. What a person is
+// shown (the prompt, the request file in the queue) passes through the
+// run's redactor; a decision from the queue that the approver refuses is
+// journalled as approval_rejected, and the approver goes on waiting.
+func (r *run) approvalRequest(a policy.Action, reason string, timeout time.Duration) policy.Request {
+	return policy.Request{
+		RunID: r.id, Agent: r.name, Action: a, Reason: reason, Timeout: timeout,
+		Redact: func(b json.RawMessage) json.RawMessage { return r.e.secrets.json(b) },
+		Rejected: func(x policy.Rejection) {
+			// A failure to journal it changes nothing: the decision is
+			// refused either way.
+			_ = r.record(journal.ApprovalRejected, journal.ApprovalRejectedData{
+				CallID: a.CallID, Tool: actionTarget(a), RequestID: x.RequestID,
+				Reason: x.Err.Error(), Approved: x.Claimed.Approved, By: x.Claimed.By,
+			})
+		},
+	}
 }
 
 // recordApproval journals a person's answer (or the failure to get one)
