@@ -101,6 +101,8 @@ func (e *Engine) Run(ctx context.Context, agent, input string, ro RunOptions) (*
 // newRun resolves the agent and builds what a run needs, without writing
 // anything yet.
 func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions) (*run, error) {
+	// Before anything is written: the started event holds the input.
+	e.registerSecrets()
 	addr, err := e.AgentAddress(agent)
 	if err != nil {
 		return nil, err
