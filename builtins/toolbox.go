@@ -37,6 +37,10 @@ type Options struct {
 	// value at call time. Resolved values are secrets: never log them. Nil
 	// resolves only strings known at compile time.
 	Resolve func(plan.String) (string, error)
+	// Redact takes the secrets out of an encoded JSON value that the
+	// toolbox writes itself (a dead letter: a failing tool's arguments and
+	// stderr) and returns it still valid; nil writes it as it is.
+	Redact func(json []byte) []byte
 	// Knowledge backs recall_knowledge and store_knowledge; a
 	// *knowledge.Store fits.
 	Knowledge KnowledgeStore

@@ -56,6 +56,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		StateDir:  e.opts.StateDir,
 		Workspace: e.workspace(),
 		Resolve:   e.resolve,
+		Redact:    e.secrets.json,
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
 	}
