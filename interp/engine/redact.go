@@ -42,7 +42,25 @@ type secretSet struct {
 	// starts are the bytes a match can begin with: a pattern's first byte
 	// and the escapes that can spell one.
 	starts [256]bool
+	// pairs holds, as bits, each pattern's first two bytes, and each first
+	// byte followed by an escape: a byte that begins no escape starts a
+	// match only when the next byte is such a pair's second.
+	pairs [256 * 256 / 64]uint64
 }
+
+// pair reports whether c followed by d may begin a match.
+func (set *secretSet) pair(c, d byte) bool {
+	k := int(c)<<8 | int(d)
+	return set.pairs[k/64]&(1<<(k%64)) != 0
+}
+
+func (set *secretSet) addPair(c, d byte) {
+	k := int(c)<<8 | int(d)
+	set.pairs[k/64] |= 1 << (k % 64)
+}
+
+// escapeByte reports whether c may begin an escape the matcher reads.
+func escapeByte(c byte) bool { return c == '%' || c == '\\' || c == '+' }
 
 // load returns the current secrets; nil when there are none.
 func (x *redactor) load() *secretSet { return x.set.Load() }
@@ -82,11 +100,16 @@ func (old *secretSet) with(s string) *secretSet {
 	}
 	x.starts['%'], x.starts['\\'] = true, true
 	for i, p := range x.patterns {
-		x.byFirst[p.b[0]] = append(x.byFirst[p.b[0]], i)
-		x.starts[p.b[0]] = true
-		if p.b[0] == ' ' {
+		c := p.b[0]
+		x.byFirst[c] = append(x.byFirst[c], i)
+		x.starts[c] = true
+		if c == ' ' {
 			x.starts['+'] = true
 		}
+		x.addPair(c, p.b[1])
+		x.addPair(c, '%')
+		x.addPair(c, '\\')
+		x.addPair(c, '+')
 	}
 	return x
 }
@@ -105,15 +128,40 @@ func (x *redactor) text(s string) string {
 // inside of is not shown: held is t from its start, for the caller to
 // complete with what comes next.
 func (set *secretSet) redact(t string, stream bool) (out, held string) {
-	var b []byte // nil until a secret is found
-	last := 0
-	for i := 0; i < len(t); i++ {
-		if !set.starts[t[i]] {
+	b, h, _ := replaced(set, t, stream)
+	if b == nil {
+		return t[:h], t[h:]
+	}
+	return string(b), t[h:]
+}
+
+// replaced is t with every match replaced, nil when there is none (the
+// common case, which allocates nothing). t is read up to h: with stream, h
+// is where a match that t ends inside of begins (len(t) when none).
+// reescaped reports a JSON escape in t that spells a byte which begins
+// another escape ("\\\\", "\\u0025"): text that is a JSON string's inside
+// must then be decoded and read again (redactString).
+func replaced[T text](set *secretSet, t T, stream bool) (out []byte, h int, reescaped bool) {
+	last, h := 0, len(t)
+	var first [3]byte
+	for i := 0; i < h; i++ {
+		c := t[i]
+		n, isPartial := 1, false
+		if escapeByte(c) {
+			n, isPartial = firstBytes(t, i, &first)
+			if c == '\\' && n == 2 && escapeByte(first[1]) {
+				reescaped = true
+			}
+			if !isPartial && !set.startsAny(first[:n]) {
+				continue
+			}
+		} else if !set.starts[c] || i+1 < len(t) && !set.pair(c, t[i+1]) {
 			continue
 		}
-		end, p, o := set.matchAt(t, i)
+		first[0] = c
+		end, p, o := matchSet(set, t, i, first[:n], isPartial)
 		if o == partial && stream {
-			t, held = t[:i], t[i:]
+			h = i
 			break
 		}
 		if o != full {
@@ -132,25 +180,35 @@ func (set *secretSet) redact(t string, stream bool) (out, held string) {
 				end++
 			}
 		}
-		b = append(b, t[last:from]...)
-		b = append(b, redactedText...)
+		out = append(out, t[last:from]...)
+		out = append(out, redactedText...)
 		last, i = end, end-1
 	}
-	if b == nil {
-		return t, held
+	if out == nil {
+		return nil, h, reescaped
 	}
-	return string(append(b, t[last:]...)), held
+	return append(out, t[last:h]...), h, reescaped
 }
 
-// matchAt is the longest match of any pattern at t[i]; partial when none
-// matches but t ends inside what could become one.
-func (set *secretSet) matchAt(t string, i int) (end int, p *pattern, outcome int) {
-	var first [3]byte
-	n, isPartial := firstBytes(t, i, &first)
-	if isPartial {
+// startsAny reports whether a pattern begins with one of bs.
+func (set *secretSet) startsAny(bs []byte) bool {
+	for _, b := range bs {
+		if len(set.byFirst[b]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// matchSet is the longest match at t[i] of any pattern that begins with
+// one of first (the bytes t[i] may spell, firstBytes); partial when none
+// matches but t ends inside what could become one, as it does inside an
+// escape (escapeEnds).
+func matchSet[T text](set *secretSet, t T, i int, first []byte, escapeEnds bool) (end int, p *pattern, outcome int) {
+	if escapeEnds {
 		return 0, nil, partial
 	}
-	for _, c := range first[:n] {
+	for _, c := range first {
 		for _, k := range set.byFirst[c] {
 			e, o := matchAt(t, i, set.patterns[k].b)
 			switch {
@@ -222,7 +280,7 @@ func (set *secretSet) json(b []byte) []byte {
 			for j < len(b) && isNumberByte(b[j]) {
 				j++
 			}
-			if s, _ := set.redact(string(b[i:j]), false); s != string(b[i:j]) {
+			if r, _, _ := replaced(set, b[i:j], false); r != nil {
 				out = append(append(out, b[last:i]...), `"`+redactedText+`"`...)
 				last = j
 			}
@@ -255,14 +313,24 @@ func literalAt(b []byte, i int) int {
 	return 0
 }
 
-// redactString redacts one JSON string token, quotes included.
+// redactString redacts one JSON string token, quotes included. The
+// matcher reads JSON escapes itself, so the token is decoded only when a
+// secret is found in it, or when an escape spells a byte that starts
+// another encoding ("\\\\" or "\\u0025" for "\\" or "%"): the text it
+// decodes to must then be read again.
 func (set *secretSet) redactString(tok []byte) ([]byte, bool) {
 	inner := tok[1 : len(tok)-1]
+	found, _, reescaped := replaced(set, inner, false)
+	if found == nil && !reescaped {
+		return nil, false
+	}
 	var s string
-	if bytes.IndexByte(inner, '\\') < 0 {
-		s = string(inner)
-	} else if json.Unmarshal(tok, &s) != nil {
-		s = string(inner)
+	if json.Unmarshal(tok, &s) != nil {
+		// Not a valid string (a bad escape): its raw text, redacted.
+		if found == nil {
+			return nil, false
+		}
+		return append(append([]byte{'"'}, found...), '"'), true
 	}
 	clean, _ := set.redact(s, false)
 	if clean == s {
@@ -340,24 +408,14 @@ func (x *redactor) messages(msgs []provider.Message) []provider.Message {
 
 // message redacts one message; m's tool calls are copied, not changed.
 func (set *secretSet) message(m provider.Message) (provider.Message, bool) {
-	changed := false
-	text := func(s string) string {
-		c, _ := set.redact(s, false)
-		changed = changed || c != s
-		return c
-	}
-	m.Content = text(m.Content)
-	m.Name = text(m.Name)
+	content, c1 := set.changed(m.Content)
+	name, c2 := set.changed(m.Name)
+	m.Content, m.Name = content, name
 	var calls []provider.ToolCall
 	for i, c := range m.ToolCalls {
-		args := c.Arguments
-		if json.Valid([]byte(args)) {
-			args = string(set.json([]byte(args)))
-		} else {
-			args = text(args)
-		}
-		name := text(c.Name)
-		if args != c.Arguments || name != c.Name {
+		args, c3 := set.arguments(c.Arguments)
+		name, c4 := set.changed(c.Name)
+		if c3 || c4 {
 			if calls == nil {
 				calls = slices.Clone(m.ToolCalls)
 			}
@@ -365,7 +423,106 @@ func (set *secretSet) message(m provider.Message) (provider.Message, bool) {
 		}
 	}
 	if calls != nil {
-		m.ToolCalls, changed = calls, true
+		m.ToolCalls = calls
 	}
-	return m, changed
+	return m, c1 || c2 || calls != nil
+}
+
+// changed is s redacted, and whether that changed it.
+func (set *secretSet) changed(s string) (string, bool) {
+	b, _, _ := replaced(set, s, false)
+	if b == nil {
+		return s, false
+	}
+	return string(b), true
+}
+
+// arguments redacts a tool call's arguments, as JSON when they are JSON
+// (so they stay valid), else as text.
+func (set *secretSet) arguments(args string) (string, bool) {
+	found, _, reescaped := replaced(set, args, false)
+	if found == nil && !reescaped {
+		return args, false
+	}
+	if b := []byte(args); json.Valid(b) {
+		clean := set.json(b)
+		return string(clean), !bytes.Equal(clean, b)
+	}
+	if found == nil {
+		return args, false
+	}
+	return string(found), true
+}
+
+// requestCache remembers which messages of a run's last model request
+// held no secret, and under which secrets. A react run's conversation grows
+// by appending, so each message is read once rather than on every model
+// call. The cache is kept in step with the conversation as the token
+// estimates are (tokenCache.update: strings with the same data compare by
+// pointer, and messages dropped by context fitting are skipped over), so a
+// message changed in place or replaced is read again; a new secret empties
+// it.
+type requestCache struct {
+	set   *secretSet
+	keys  []tokenKey
+	clean []bool // clean[i]: the message of keys[i] holds no secret
+}
+
+// messages is x.messages(msgs), reading only the messages the cache does
+// not know.
+func (c *requestCache) messages(x *redactor, msgs []provider.Message) []provider.Message {
+	set := x.load()
+	if set == nil {
+		return msgs
+	}
+	if set != c.set {
+		clear(c.keys)
+		c.keys, c.clean, c.set = c.keys[:0], c.clean[:0], set
+	}
+	c.update(set, msgs)
+	var out []provider.Message
+	for i, m := range msgs {
+		if !c.clean[i] && out == nil {
+			out = append(make([]provider.Message, 0, len(msgs)), msgs[:i]...)
+		}
+		if out == nil {
+			continue
+		}
+		if !c.clean[i] {
+			m, _ = set.message(m)
+		}
+		out = append(out, m)
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// update makes the cache describe msgs, reading the messages it did not
+// have.
+func (c *requestCache) update(set *secretSet, msgs []provider.Message) {
+	i := 0
+	for i < len(msgs) {
+		if i < len(c.keys) && c.keys[i].is(msgs[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(c.keys) && !c.keys[j].is(msgs[i]) {
+			j++
+		}
+		if j >= len(c.keys) {
+			break
+		}
+		c.keys = append(c.keys[:i], c.keys[j:]...)
+		c.clean = append(c.clean[:i], c.clean[j:]...)
+	}
+	clear(c.keys[i:]) // let go of the strings of what is no longer cached
+	c.keys, c.clean = c.keys[:i], c.clean[:i]
+	for ; i < len(msgs); i++ {
+		_, changed := set.message(msgs[i])
+		c.keys = append(c.keys, keyOf(msgs[i]))
+		c.clean = append(c.clean, !changed)
+	}
 }

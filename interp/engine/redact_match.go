@@ -104,16 +104,20 @@ const (
 // tried first, so the secret as it is always matches within the budget.
 const matchBudget = 64
 
+// text is what the matcher reads: a string, or bytes read in place.
+type text interface{ ~string | ~[]byte }
+
 // matchAt matches p against t from i and returns the end of the match.
-func matchAt(t string, i int, p []byte) (end, outcome int) {
-	budget := len(p) + matchBudget
-	return matchFrom(t, i, p, 0, &budget)
+func matchAt[T text](t T, i int, p []byte) (end, outcome int) {
+	end, outcome, _ = matchFrom(t, i, p, 0, len(p)+matchBudget)
+	return end, outcome
 }
 
-func matchFrom(t string, i int, p []byte, j int, budget *int) (int, int) {
+// matchFrom matches p[j:] against t from i, with budget tries left.
+func matchFrom[T text](t T, i int, p []byte, j, budget int) (end, outcome, left int) {
 	for j < len(p) {
 		if i >= len(t) {
-			return i, partial
+			return i, partial, budget
 		}
 		c := t[i]
 		if c == p[j] && c != '%' && c != '\\' {
@@ -124,35 +128,32 @@ func matchFrom(t string, i int, p []byte, j int, budget *int) (int, int) {
 		if c == p[j] {
 			// A literal "%" or "\" in the secret, or the start of an
 			// escape: try both.
-			if *budget--; *budget < 0 {
-				return i, noMatch
+			if budget--; budget < 0 {
+				return i, noMatch, budget
 			}
-			end, o := matchFrom(t, i+1, p, j+1, budget)
-			if o == full {
-				return end, full
+			var end int
+			end, outcome, budget = matchFrom(t, i+1, p, j+1, budget)
+			if outcome == full {
+				return end, full, budget
 			}
-			outcome = o
 		}
 		n, k, o := unit(t, i, p[j:])
 		switch {
 		case o == full:
 			i, j = i+n, j+k
 			continue
-		case o == partial:
-			return len(t), partial
+		case o == partial || outcome == partial:
+			return len(t), partial, budget
 		}
-		if outcome == partial {
-			return len(t), partial
-		}
-		return i, noMatch
+		return i, noMatch, budget
 	}
-	return i, full
+	return i, full, budget
 }
 
 // unit reads one escape at t[i] that spells the start of p (a byte, or a
 // rune's bytes for \u): it returns the text bytes n it takes and the
 // pattern bytes k it spells. partial: t ends inside an escape that could.
-func unit(t string, i int, p []byte) (n, k, outcome int) {
+func unit[T text](t T, i int, p []byte) (n, k, outcome int) {
 	switch t[i] {
 	case '+':
 		if p[0] == ' ' {
@@ -195,7 +196,7 @@ func unit(t string, i int, p []byte) (n, k, outcome int) {
 
 // jsonRune reads \uXXXX at t[i], and a second \uXXXX after a high
 // surrogate.
-func jsonRune(t string, i int) (r rune, n, outcome int) {
+func jsonRune[T text](t T, i int) (r rune, n, outcome int) {
 	v, _, o := hexAt(t, i+2, 4)
 	if o != full {
 		return 0, 0, o
@@ -222,7 +223,7 @@ func jsonRune(t string, i int) (r rune, n, outcome int) {
 }
 
 // hexAt reads n hex digits at t[i].
-func hexAt(t string, i, n int) (v, read, outcome int) {
+func hexAt[T text](t T, i, n int) (v, read, outcome int) {
 	for k := range n {
 		if i+k >= len(t) {
 			return 0, 0, partial
@@ -270,7 +271,7 @@ func shortEscape(c byte) (byte, bool) {
 // firstBytes are the bytes a match that starts at t[i] can spell first
 // (the byte itself, and what an escape there stands for); partial when t
 // ends inside an escape.
-func firstBytes(t string, i int, out *[3]byte) (n int, isPartial bool) {
+func firstBytes[T text](t T, i int, out *[3]byte) (n int, isPartial bool) {
 	c := t[i]
 	out[0], n = c, 1
 	switch c {

@@ -416,3 +416,60 @@ func spell(s string, choice uint64) string {
 	}
 	return b.String()
 }
+
+// TestRequestCache sends a growing conversation through the cache: a
+// message holding a secret is redacted on every call, a message changed
+// in place is read again, and a secret added later is found in messages
+// the cache had already passed as clean.
+func TestRequestCache(t *testing.T) {
+	var x redactor
+	var c requestCache
+	x.add("sk-abc-123")
+	conv := []provider.Message{
+		{Role: provider.System, Content: "be brief"},
+		{Role: provider.User, Content: "hi"},
+	}
+	if got := c.messages(&x, conv); &got[0] != &conv[0] {
+		t.Error("a clean conversation was copied")
+	}
+	conv = append(conv, provider.Message{Role: provider.ToolRole, Content: "echo sk-abc-123"}, provider.Message{Role: provider.User, Content: "more"})
+	for range 2 {
+		got := c.messages(&x, conv)
+		if got[2].Content != "echo [redacted]" || got[3].Content != "more" || len(got) != 4 {
+			t.Errorf("messages: %+v", got)
+		}
+	}
+	conv[1].Content = "my key is sk-abc-123" // changed in place
+	if got := c.messages(&x, conv); got[1].Content != "my key is [redacted]" {
+		t.Errorf("a message changed in place was not read again: %+v", got[1])
+	}
+	// Context fitting drops the middle; the rest is still known.
+	fitted := []provider.Message{conv[0], conv[3]}
+	if got := c.messages(&x, fitted); &got[0] != &fitted[0] || len(c.keys) != 2 {
+		t.Errorf("fitted: %+v, %d keys", got, len(c.keys))
+	}
+	x.add("be brief")
+	if got := c.messages(&x, fitted); got[0].Content != "[redacted]" {
+		t.Errorf("a new secret was not looked for in cached messages: %+v", got[0])
+	}
+}
+
+// BenchmarkRedactorJSON is the redactor's cost on a journal line that
+// holds no secret (the common case) with one secret registered, per byte.
+//
+//	go test -run '^$' -bench RedactorJSON ./interp/engine/
+func BenchmarkRedactorJSON(b *testing.B) {
+	var x redactor
+	x.add("sk-bench-5f8e2a91c4d7")
+	line, _ := json.Marshal(map[string]any{
+		"call_id": "call_7", "tool": "search", "duration_ms": 12,
+		"output": strings.Repeat("Results for \"symbi\": 3 pages, 100% relevant <b>a+b</b>\n", 20),
+	})
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := x.json(line); len(out) != len(line) {
+			b.Fatal("changed")
+		}
+	}
+}

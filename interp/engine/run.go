@@ -34,6 +34,9 @@ type run struct {
 
 	// tokens holds the token estimates of r.conv's messages.
 	tokens tokenCache
+	// requests knows which messages of the last model request were free
+	// of secrets (reason redacts every request).
+	requests requestCache
 	// proposed is what the last model turn proposed, as reason journalled
 	// it; the react step gates these same actions.
 	proposed []policy.Action
