@@ -336,11 +336,17 @@ func (set *secretSet) redactString(tok []byte) ([]byte, bool) {
 	if clean == s {
 		return nil, false
 	}
-	out, err := json.Marshal(clean)
-	if err != nil {
-		return []byte(`"` + redactedText + `"`), true
-	}
-	return out, true
+	return encodeString(clean), true
+}
+
+// encodeString is s as a JSON string, with <, > and & as themselves (a
+// dead letter writes its arguments so; the journal reads either).
+func encodeString(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // stringEnd is the index after the JSON string that starts at b[i], or -1
