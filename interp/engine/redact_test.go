@@ -473,3 +473,54 @@ func BenchmarkRedactorJSON(b *testing.B) {
 		}
 	}
 }
+
+// TestSecretsRegisteredBeforeTheFirstLine quotes the model's key and a
+// tool's env() token in a run's input: both were unknown to the redactor
+// until the model was built and the tool called, after the started event.
+// Neither may show in the journal, the events or the request the model
+// gets.
+func TestSecretsRegisteredBeforeTheFirstLine(t *testing.T) {
+	const key, token = "sk-first-5f8e2a91c4", "tok-first-0b7a9c"
+	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Text("noted")))
+	hcl := strings.Replace(openaiHCL(srv.URL()), `name     = "fake-model"`, `name     = "fake-model"
+  api_key_env = "FAKE_KEY"`, 1) + `
+tool "lookup" {
+  description = "never called"
+  http {
+    url     = "http://127.0.0.1:1/lookup"
+    headers = { Authorization = "Bearer ${env("TOKEN")}" }
+  }
+}
+`
+	p, dir := fixture{"main.hcl": hcl}.compile(t)
+	e, rec := newEngine(t, p, dir, func(o *Options) {
+		o.LookupEnv = func(n string) (string, bool) {
+			switch n {
+			case "FAKE_KEY":
+				return key, true
+			case "TOKEN":
+				return token, true
+			}
+			return "", false
+		}
+	})
+	res := mustRun(t, e, "a", "my key is "+key+" and my token "+url.QueryEscape(token), RunOptions{})
+	if res.Termination.Reason != Completed {
+		t.Fatalf("got %s", res.Termination)
+	}
+	if len(rec.events) == 0 || rec.events[0].Type != journal.Started || !strings.Contains(string(rec.events[0].Data), "my key is [redacted] and my token [redacted]") {
+		t.Errorf("first event: %+v", rec.events)
+	}
+	for _, ev := range rec.events {
+		if strings.Contains(string(ev.Data), key) || strings.Contains(string(ev.Data), token) {
+			t.Errorf("%s shows a secret: %s", ev.Type, ev.Data)
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || strings.Contains(string(reqs[0].Body), key) || strings.Contains(string(reqs[0].Body), token) || !strings.Contains(string(reqs[0].Body), "my key is [redacted]") {
+		t.Errorf("the model got: %s", reqs[0].Body)
+	}
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer "+key {
+		t.Errorf("the key must still reach the provider in its header: %q", got)
+	}
+}
