@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -42,6 +43,8 @@ type secretSet struct {
 	// starts are the bytes a match can begin with: a pattern's first byte
 	// and the escapes that can spell one.
 	starts [256]bool
+	// inPattern are the bytes of every pattern.
+	inPattern [256]bool
 	// pairs holds, as bits, each pattern's first two bytes, and each first
 	// byte followed by an escape: a byte that begins no escape starts a
 	// match only when the next byte is such a pair's second.
@@ -106,6 +109,9 @@ func (old *secretSet) with(s string) *secretSet {
 		if c == ' ' {
 			x.starts['+'] = true
 		}
+		for _, b := range p.b {
+			x.inPattern[b] = true
+		}
 		x.addPair(c, p.b[1])
 		x.addPair(c, '%')
 		x.addPair(c, '\\')
@@ -128,6 +134,9 @@ func (x *redactor) text(s string) string {
 // inside of is not shown: held is t from its start, for the caller to
 // complete with what comes next.
 func (set *secretSet) redact(t string, stream bool) (out, held string) {
+	if !stream && set.cleanString(t) {
+		return t, ""
+	}
 	b, h, _ := replaced(set, t, stream)
 	if b == nil {
 		return t[:h], t[h:]
@@ -259,6 +268,9 @@ func (x *redactor) json(b []byte) []byte {
 }
 
 func (set *secretSet) json(b []byte) []byte {
+	if set.cleanBytes(b) {
+		return b
+	}
 	var out []byte // nil until a secret is found
 	last := 0
 	for i := 0; i < len(b); {
@@ -311,6 +323,15 @@ func literalAt(b []byte, i int) int {
 		}
 	}
 	return 0
+}
+
+// cleanString and cleanBytes are surelyClean for strings and bytes.
+func (set *secretSet) cleanString(t string) bool {
+	return surelyClean(set, t, func(t string, p *pattern) int { return strings.Index(t, p.s) }, strings.IndexByte)
+}
+
+func (set *secretSet) cleanBytes(t []byte) bool {
+	return surelyClean(set, t, func(t []byte, p *pattern) int { return bytes.Index(t, p.b) }, bytes.IndexByte)
 }
 
 // redactString redacts one JSON string token, quotes included. The
@@ -436,6 +457,9 @@ func (set *secretSet) message(m provider.Message) (provider.Message, bool) {
 
 // changed is s redacted, and whether that changed it.
 func (set *secretSet) changed(s string) (string, bool) {
+	if set.cleanString(s) {
+		return s, false
+	}
 	b, _, _ := replaced(set, s, false)
 	if b == nil {
 		return s, false
@@ -446,6 +470,9 @@ func (set *secretSet) changed(s string) (string, bool) {
 // arguments redacts a tool call's arguments, as JSON when they are JSON
 // (so they stay valid), else as text.
 func (set *secretSet) arguments(args string) (string, bool) {
+	if set.cleanString(args) {
+		return args, false
+	}
 	found, _, reescaped := replaced(set, args, false)
 	if found == nil && !reescaped {
 		return args, false

@@ -43,6 +43,7 @@ const minBase64Len = 8
 // pattern is one byte string the redactor looks for in any spelling.
 type pattern struct {
 	b []byte
+	s string // b, for strings.Index
 	// base64 is the alphabet of a base64 pattern (stdBase64 or
 	// urlBase64; 0 for the secret itself): a match also takes one
 	// neighbouring character of it on each side, and padding after.
@@ -71,7 +72,7 @@ func inBase64(alphabet, c byte) bool {
 // patternsOf are the patterns of one secret: the secret itself and its
 // base64 cores.
 func patternsOf(s string) []pattern {
-	out := []pattern{{b: []byte(s)}}
+	out := []pattern{{b: []byte(s), s: s}}
 	if len(s) < minBase64Len {
 		return out
 	}
@@ -82,9 +83,11 @@ func patternsOf(s string) []pattern {
 		// [8·align, 8·(align+len)).
 		first := (8*align + 5) / 6
 		last := 8*(align+len(s))/6 - 1
+		std := base64.RawStdEncoding.EncodeToString(buf)[first : last+1]
+		url := base64.RawURLEncoding.EncodeToString(buf)[first : last+1]
 		out = append(out,
-			pattern{b: []byte(base64.RawStdEncoding.EncodeToString(buf)[first : last+1]), base64: stdBase64},
-			pattern{b: []byte(base64.RawURLEncoding.EncodeToString(buf)[first : last+1]), base64: urlBase64})
+			pattern{b: []byte(std), s: std, base64: stdBase64},
+			pattern{b: []byte(url), s: url, base64: urlBase64})
 	}
 	return out
 }
@@ -304,4 +307,53 @@ func firstBytes[T text](t T, i int, out *[3]byte) (n int, isPartial bool) {
 		}
 	}
 	return n, false
+}
+
+// maxQuickPatterns is the most patterns surelyClean searches for one by
+// one; with more, the single pass of replaced is quicker.
+const maxQuickPatterns = 16
+
+// surelyClean reports, by a quick test that has no false "true", that t
+// holds no secret: no pattern occurs in it as it is (strings.Index and
+// bytes.Index are vectorised), and it has no escape that could spell a
+// byte of one or begin a second encoding (a few IndexByte passes). It is
+// the common case, and costs a fraction of a full pass. index and
+// indexByte are strings' or bytes' functions for T.
+func surelyClean[T text](set *secretSet, t T, index func(T, *pattern) int, indexByte func(T, byte) int) bool {
+	if len(set.patterns) > maxQuickPatterns {
+		return false
+	}
+	for _, esc := range []byte{'%', '\\', '+'} {
+		if esc == '+' && !set.inPattern[' '] {
+			continue
+		}
+		for i := 0; i < len(t); i++ {
+			k := indexByte(t[i:], esc)
+			if k < 0 {
+				break
+			}
+			i += k
+			if mayBeEscape(set, t, i) {
+				return false
+			}
+		}
+	}
+	for k := range set.patterns {
+		if index(t, &set.patterns[k]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// mayBeEscape reports whether the escape that begins at t[i] can stand
+// for a byte of a secret, or for a byte that begins another escape (text
+// decoded from JSON is read again); one that t ends inside of can.
+func mayBeEscape[T text](set *secretSet, t T, i int) bool {
+	var first [3]byte
+	n, isPartial := firstBytes(t, i, &first)
+	if isPartial {
+		return true
+	}
+	return n == 2 && (set.inPattern[first[1]] || escapeByte(first[1]))
 }
