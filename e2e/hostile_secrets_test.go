@@ -22,32 +22,32 @@ import (
 // holding the bytes URL escaping changes ("/", "=", "+"), so a leak names
 // its path and its encoding.
 const (
-	hostileKey       = "sk-hostile-KEY/4b1e=9f07c2"   // the model's API key, SYMBI_E2E_KEY
-	hostileDeadToken = "tok-hostile-DEAD/9e2c=71a5b3" // the flaky tool's token, SYMBI_E2E_DEAD_TOKEN
-	hostileEchoToken = "tok/hostile+ECHO=5d3a8c1f"    // the echo tool's token, SYMBI_E2E_ECHO_TOKEN
-	hostileToolToken = "tok-hostile-TOOL/0f6b=2d94e7" // the reveal tool's token, SYMBI_E2E_TOOL_TOKEN
+	sideDoorKey       = "sk-hostile-KEY/4b1e=9f07c2"   // the model's API key, SYMBI_E2E_KEY
+	sideDoorDeadToken = "tok-hostile-DEAD/9e2c=71a5b3" // the flaky tool's token, SYMBI_E2E_DEAD_TOKEN
+	sideDoorEchoToken = "tok/hostile+ECHO=5d3a8c1f"    // the echo tool's token, SYMBI_E2E_ECHO_TOKEN
+	sideDoorToolToken = "tok-hostile-TOOL/0f6b=2d94e7" // the reveal tool's token, SYMBI_E2E_TOOL_TOKEN
 )
 
-// hostileRun is one run of testdata/e2e/hostile_secrets against a fake
+// sideDoorRun is one run of testdata/e2e/hostile_secrets against a fake
 // model, with every secret in the environment.
-type hostileRun struct {
+type sideDoorRun struct {
 	model   *fakeserver.Server
 	echoURL string
 	input   string
 	json    bool
 }
 
-// hostileResult is what a hostileRun left: where symbi wrote what (stdout,
+// sideDoorResult is what a sideDoorRun left: where symbi wrote what (stdout,
 // stderr, every file under the state directory, `runs show`), and the
 // token the reveal tool received, if it ran.
-type hostileResult struct {
+type sideDoorResult struct {
 	outputs map[string]string
 	state   string
 	run     result
 	proof   string
 }
 
-func (h hostileRun) run(t *testing.T) hostileResult {
+func (h sideDoorRun) run(t *testing.T) sideDoorResult {
 	t.Helper()
 	dir := fixture(t, "hostile_secrets")
 	state := filepath.Join(t.TempDir(), "state")
@@ -57,10 +57,10 @@ func (h hostileRun) run(t *testing.T) hostileResult {
 		echoURL = "http://127.0.0.1:1/unused"
 	}
 	c := call{dir: dir, env: []string{
-		"SYMBI_E2E_KEY=" + hostileKey,
-		"SYMBI_E2E_DEAD_TOKEN=" + hostileDeadToken,
-		"SYMBI_E2E_ECHO_TOKEN=" + hostileEchoToken,
-		"SYMBI_E2E_TOOL_TOKEN=" + hostileToolToken,
+		"SYMBI_E2E_KEY=" + sideDoorKey,
+		"SYMBI_E2E_DEAD_TOKEN=" + sideDoorDeadToken,
+		"SYMBI_E2E_ECHO_TOKEN=" + sideDoorEchoToken,
+		"SYMBI_E2E_TOOL_TOKEN=" + sideDoorToolToken,
 	}}
 	args := []string{"run", "--state-dir", state, "--var", "base_url=" + h.model.URL(), "--var", "echo_url=" + echoURL, "--var", "proof_dir=" + proof}
 	if h.json {
@@ -84,15 +84,15 @@ func (h hostileRun) run(t *testing.T) hostileResult {
 		return nil
 	})
 	b, _ := os.ReadFile(filepath.Join(proof, "token"))
-	return hostileResult{outputs: outputs, state: state, run: r, proof: string(b)}
+	return sideDoorResult{outputs: outputs, state: state, run: r, proof: string(b)}
 }
 
-// leakForms are the spellings of secret an echo may use, by name: as it
+// secretSpellings are the spellings of secret an echo may use, by name: as it
 // is, URL query and path escaped (upper and lower hex), JSON \u escaped
 // (and that escaped again, as a JSON string holding JSON shows it), and
 // base64 — alone, in both alphabets, and inside a longer value at the two
 // other alignments (only the characters the secret alone decides).
-func leakForms(what, secret string) map[string]string {
+func secretSpellings(what, secret string) map[string]string {
 	jsonEscaped := ""
 	for _, r := range secret {
 		jsonEscaped += fmt.Sprintf(`\u%04x`, r)
@@ -103,7 +103,7 @@ func leakForms(what, secret string) map[string]string {
 		what:                              secret,
 		what + " query-escaped":           url.QueryEscape(secret),
 		what + " path-escaped":            url.PathEscape(secret),
-		what + " query-escaped lower hex": lowerPercent(url.QueryEscape(secret)),
+		what + " query-escaped lower hex": lowerHexEscapes(url.QueryEscape(secret)),
 		what + " JSON-escaped":            jsonEscaped,
 		what + " JSON-escaped twice":      strings.ReplaceAll(jsonEscaped, `\`, `\\`),
 		what + " base64":                  std[:len(std)-1],
@@ -116,26 +116,26 @@ func leakForms(what, secret string) map[string]string {
 	return forms
 }
 
-func lowerPercent(s string) string {
+func lowerHexEscapes(s string) string {
 	b := []byte(s)
 	for i := 0; i+2 < len(b); i++ {
 		if b[i] == '%' {
-			b[i+1], b[i+2] = toLowerHex(b[i+1]), toLowerHex(b[i+2])
+			b[i+1], b[i+2] = lowerHexDigit(b[i+1]), lowerHexDigit(b[i+2])
 		}
 	}
 	return string(b)
 }
 
-func toLowerHex(c byte) byte {
+func lowerHexDigit(c byte) byte {
 	if c >= 'A' && c <= 'F' {
 		return c + 'a' - 'A'
 	}
 	return c
 }
 
-// requestsOf is what the fake model received, for assertNoSecrets: each
+// modelReceived is what the fake model received, for assertNoSecrets: each
 // request's raw body and its messages as the model reads them.
-func requestsOf(srv *fakeserver.Server) map[string]string {
+func modelReceived(srv *fakeserver.Server) map[string]string {
 	out := map[string]string{}
 	for i, req := range srv.Requests() {
 		out[fmt.Sprintf("model request %d body", i)] = string(req.Body)
@@ -159,11 +159,11 @@ func TestHostileSecretInDeadLetter(t *testing.T) {
 	model := fakeserver.New(t, fakeserver.WithHandler(func(n int, req fakeserver.Request) fakeserver.Reply {
 		msgs := req.Chat.Messages
 		if msgs[len(msgs)-1].Role != "tool" {
-			return fakeserver.Reply{ToolCalls: []fakeserver.ToolCall{{ID: "call_flaky", Name: "flaky", Arguments: `{"token":"` + hostileDeadToken + `"}`}}}
+			return fakeserver.Reply{ToolCalls: []fakeserver.ToolCall{{ID: "call_flaky", Name: "flaky", Arguments: `{"token":"` + sideDoorDeadToken + `"}`}}}
 		}
 		return fakeserver.Text("shelved")
 	}))
-	h := hostileRun{model: model}.run(t)
+	h := sideDoorRun{model: model}.run(t)
 	if h.run.code != 0 {
 		t.Fatalf("run:\n%s", h.run)
 	}
@@ -183,7 +183,7 @@ func TestHostileSecretInDeadLetter(t *testing.T) {
 	if line.Tool != "flaky" || !strings.Contains(line.Error, "refused: token [redacted]") || string(line.Arguments) != `{"token":"[redacted]"}` {
 		t.Errorf("dead letter: %s", dead)
 	}
-	assertNoSecrets(t, h.outputs, leakForms("the dead-letter token", hostileDeadToken))
+	assertNoSecrets(t, h.outputs, secretSpellings("the dead-letter token", sideDoorDeadToken))
 }
 
 // TestHostileSecretEchoedEncoded calls an http tool whose service answers
@@ -204,7 +204,7 @@ func TestHostileSecretEchoedEncoded(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"query":%q,"path":%q,"lower":%q,"escaped":"%s","b64":%q,"b64url":%q,"basic":%q}`,
-			url.QueryEscape(tok), url.PathEscape(tok), lowerPercent(url.QueryEscape(tok)), escaped,
+			url.QueryEscape(tok), url.PathEscape(tok), lowerHexEscapes(url.QueryEscape(tok)), escaped,
 			base64.StdEncoding.EncodeToString([]byte(tok)), base64.RawURLEncoding.EncodeToString([]byte(tok)),
 			base64.StdEncoding.EncodeToString([]byte("svc:"+tok)))
 	}))
@@ -218,7 +218,7 @@ func TestHostileSecretEchoedEncoded(t *testing.T) {
 				}
 				return fakeserver.Text("echoed")
 			}))
-			h := hostileRun{model: model, echoURL: echo.URL, json: asJSON}.run(t)
+			h := sideDoorRun{model: model, echoURL: echo.URL, json: asJSON}.run(t)
 			if h.run.code != 0 {
 				t.Fatalf("run:\n%s", h.run)
 			}
@@ -232,17 +232,17 @@ func TestHostileSecretEchoedEncoded(t *testing.T) {
 			if len(results) != 1 || !strings.Contains(results[0].Output, `"query":"[redacted]"`) || !strings.Contains(results[0].Output, `"basic":"c3ZjO[redacted]"`) {
 				t.Errorf("tool results: %+v", results)
 			}
-			for k, v := range requestsOf(model) {
+			for k, v := range modelReceived(model) {
 				outputs[k] = v
 			}
 			if !strings.Contains(outputs["model request 1 message 3 (tool)"], `"lower":"[redacted]"`) {
 				t.Errorf("the model did not get the service's answer, redacted: %q", outputs["model request 1 message 3 (tool)"])
 			}
-			assertNoSecrets(t, outputs, leakForms("the echoed token", hostileEchoToken))
+			assertNoSecrets(t, outputs, secretSpellings("the echoed token", sideDoorEchoToken))
 		})
 	}
 	for _, tok := range got.all() {
-		if tok != hostileEchoToken {
+		if tok != sideDoorEchoToken {
 			t.Errorf("the service got %q, want the token from SYMBI_E2E_ECHO_TOKEN", tok)
 		}
 	}
@@ -260,8 +260,8 @@ func TestHostileSecretInInput(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
 			model := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Text("noted")))
-			input := "my key is " + hostileKey + ", keep it safe"
-			h := hostileRun{model: model, input: input, json: asJSON}.run(t)
+			input := "my key is " + sideDoorKey + ", keep it safe"
+			h := sideDoorRun{model: model, input: input, json: asJSON}.run(t)
 			if h.run.code != 0 {
 				t.Fatalf("run:\n%s", h.run)
 			}
@@ -272,16 +272,16 @@ func TestHostileSecretInInput(t *testing.T) {
 				t.Errorf("started: %+v", started)
 			}
 			reqs := model.Requests()
-			if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+hostileKey {
+			if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+sideDoorKey {
 				t.Fatalf("the model got %d requests; the key must still reach it in its header", len(reqs))
 			}
-			for k, v := range requestsOf(model) {
+			for k, v := range modelReceived(model) {
 				outputs[k] = v
 			}
 			if !strings.Contains(outputs["model request 0 message 1 (user)"], "my key is [redacted]") {
 				t.Errorf("the model's user message: %q", outputs["model request 0 message 1 (user)"])
 			}
-			assertNoSecrets(t, outputs, leakForms("the API key", hostileKey))
+			assertNoSecrets(t, outputs, secretSpellings("the API key", sideDoorKey))
 		})
 	}
 }
@@ -298,20 +298,20 @@ func TestHostileSecretInToolOutputNotSentToModel(t *testing.T) {
 		}
 		return fakeserver.Text("seen")
 	}))
-	h := hostileRun{model: model}.run(t)
+	h := sideDoorRun{model: model}.run(t)
 	if h.run.code != 0 {
 		t.Fatalf("run:\n%s", h.run)
 	}
-	if h.proof != hostileToolToken {
+	if h.proof != sideDoorToolToken {
 		t.Fatalf("the reveal tool got token %q, want the one from SYMBI_E2E_TOOL_TOKEN", h.proof)
 	}
 	outputs := h.outputs
-	reqs := requestsOf(model)
+	reqs := modelReceived(model)
 	if got := reqs["model request 1 message 3 (tool)"]; got != "token [redacted]\nencoded [redacted]\n" {
 		t.Errorf("the model got the tool's result as %q", got)
 	}
 	for k, v := range reqs {
 		outputs[k] = v
 	}
-	assertNoSecrets(t, outputs, leakForms("the tool's token", hostileToolToken))
+	assertNoSecrets(t, outputs, secretSpellings("the tool's token", sideDoorToolToken))
 }
