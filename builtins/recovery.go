@@ -61,8 +61,9 @@ func defaultRetryOn() []string {
 //     arguments;
 //   - escalate: a person decides; approved runs the call once more, rejected
 //     ends the chain, no answer in time passes on;
-//   - dead_letter: appends the failure to <state_dir>/dead_letter.jsonl and
-//     ends the chain with an error observation (wrapping ErrDeadLettered).
+//   - dead_letter: appends the failure to <state_dir>/dead_letter.jsonl
+//     (through Options.Redact) and ends the chain with an error observation
+//     (wrapping ErrDeadLettered).
 //
 // Every step calls hooks.Event. When the chain runs out, the last failure is
 // returned.
@@ -311,6 +312,9 @@ func (tb *Toolbox) deadLetter(name string, args json.RawMessage, failure error, 
 	})
 	if err != nil {
 		return err
+	}
+	if tb.opts.Redact != nil {
+		line = tb.opts.Redact(line)
 	}
 	tb.deadMu.Lock()
 	defer tb.deadMu.Unlock()

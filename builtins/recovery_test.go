@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -346,6 +347,32 @@ func TestDeadLetterKeepsHTMLCharacters(t *testing.T) {
 	}
 	if lines := readDeadLetters(t, path); len(lines) != 1 || string(lines[0].Arguments) != `{"q":"<a & b>"}` {
 		t.Errorf("dead letters = %s, want one line with arguments {\"q\":\"<a & b>\"}", data)
+	}
+}
+
+// A dead letter passes through Options.Redact, whole, before it is
+// written: the engine's redactor takes the secrets out of the arguments
+// and the error.
+func TestDeadLetterIsRedacted(t *testing.T) {
+	f := newRecoveryFixture(t, []int{404}, nil)
+	var seen []string
+	f.tb.opts.Redact = func(line []byte) []byte {
+		seen = append(seen, string(line))
+		return bytes.ReplaceAll(line, []byte("tok-s3cret"), []byte("[redacted]"))
+	}
+	call := approve(t, f.tb, "primary", `{"q":"tok-s3cret"}`)
+	if _, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(deadLetterStep()), f.hooks); !errors.Is(err, ErrDeadLettered) {
+		t.Fatalf("Recover err = %v, want ErrDeadLettered", err)
+	}
+	data, err := os.ReadFile(filepath.Join(f.state, DeadLetterFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || !json.Valid([]byte(seen[0])) || !strings.Contains(seen[0], "tok-s3cret") {
+		t.Errorf("Redact saw %q, want the one line, as JSON", seen)
+	}
+	if strings.Contains(string(data), "tok-s3cret") || !strings.Contains(string(data), `"arguments":{"q":"[redacted]"}`) || strings.Count(string(data), "\n") != 1 {
+		t.Errorf("dead letter %s", data)
 	}
 }
 

@@ -51,6 +51,10 @@ type Options struct {
 	// holding + or & reaches the server as it is (interp.EvalURL). Resolve is
 	// used when nil.
 	ResolveURL func(plan.String) (string, error)
+	// Redact takes the secrets out of an encoded JSON value that the
+	// toolbox writes itself (a dead letter: a failing tool's arguments and
+	// stderr) and returns it still valid; nil writes it as it is.
+	Redact func(json []byte) []byte
 	// Knowledge backs recall_knowledge and store_knowledge; a
 	// *knowledge.Store fits.
 	Knowledge KnowledgeStore

@@ -339,10 +339,30 @@ func BenchmarkMemory1000(b *testing.B) {
 //
 //	go test -run '^$' -bench ReactInMemory100 -benchmem ./interp/engine/
 func BenchmarkReactInMemory100(b *testing.B) {
+	benchReactInMemory(b, benchHCL("http://127.0.0.1:1/v1", 100), nil)
+}
+
+// BenchmarkReactInMemory100Secrets is BenchmarkReactInMemory100 with an
+// API key registered, so the redactor looks at every journal line, event
+// and model request (none of which holds the key).
+//
+//	go test -run '^$' -bench ReactInMemory100Secrets -benchmem ./interp/engine/
+func BenchmarkReactInMemory100Secrets(b *testing.B) {
+	hcl := strings.Replace(benchHCL("http://127.0.0.1:1/v1", 100), `name     = "fake-model"`, `name     = "fake-model"
+  api_key_env = "BENCH_KEY"`, 1)
+	benchReactInMemory(b, hcl, func(n string) (string, bool) {
+		if n == "BENCH_KEY" {
+			return "sk-bench-5f8e2a91c4d7", true
+		}
+		return "", false
+	})
+}
+
+func benchReactInMemory(b *testing.B, hcl string, lookupEnv func(string) (string, bool)) {
 	const iterations = 100
-	p, dir := fixture{"main.hcl": benchHCL("http://127.0.0.1:1/v1", iterations)}.compile(b)
+	p, dir := fixture{"main.hcl": hcl}.compile(b)
 	e, err := New(p, Options{
-		BaseDir: dir, StateDir: b.TempDir(),
+		BaseDir: dir, StateDir: b.TempDir(), LookupEnv: lookupEnv,
 		Models: map[string]provider.Model{"model.m": loopModel{last: iterations}},
 	})
 	if err != nil {

@@ -148,8 +148,11 @@ type Engine struct {
 	toolMu    sync.Mutex // separate: building a toolbox may resolve secrets
 	toolboxes map[string]*agentTools
 	// secrets takes every secret the engine resolves out of everything
-	// it writes and shows.
-	secrets redactor
+	// it writes, shows and sends; secretsOnce registers the plan's
+	// (registerSecrets) before the first run writes anything.
+	secrets     redactor
+	secretsOnce sync.Once
+
 	storeMu sync.Mutex
 	stores  map[string]*knowledge.Store
 
@@ -298,7 +301,8 @@ func (e *Engine) emit(ev Event) {
 }
 
 // addSecret makes s a secret: from now on it is redacted from the journal,
-// the events, the streamed answer and the Result.
+// the events, the streamed answer, the Result, the dead-letter file and
+// model requests.
 func (e *Engine) addSecret(s string) { e.secrets.add(s) }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -79,10 +79,13 @@ func (r *run) persistKnowledge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The store is a file that outlives the run: the input may quote a
+	// secret.
+	red := &r.e.secrets
 	f := knowledge.Fact{
-		Subject:    peClip(strings.TrimSpace(r.input), 500),
+		Subject:    peClip(strings.TrimSpace(red.text(r.input)), 500),
 		Predicate:  "was answered with",
-		Object:     peClip(strings.TrimSpace(r.answer), 4000),
+		Object:     peClip(strings.TrimSpace(red.text(r.answer)), 4000),
 		Confidence: autoPersistConfidence,
 		Source:     r.agent.Address + " run " + r.id,
 	}

@@ -82,6 +82,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	if temp == nil {
 		temp = r.agent.Loop.Temperature
 	}
+	// A tool's output, the input or an earlier answer may hold a secret:
+	// the provider gets the conversation as the journal has it.
+	msgs = r.requests.messages(&r.e.secrets, msgs)
 	req := provider.Request{
 		Model:           spec.Name,
 		Messages:        msgs,

@@ -34,6 +34,9 @@ type run struct {
 
 	// tokens holds the token estimates of r.conv's messages.
 	tokens tokenCache
+	// requests knows which messages of the last model request were free
+	// of secrets (reason redacts every request).
+	requests requestCache
 	// proposed is what the last model turn proposed, as reason journalled
 	// it; the react step gates these same actions.
 	proposed []policy.Action
@@ -101,6 +104,8 @@ func (e *Engine) Run(ctx context.Context, agent, input string, ro RunOptions) (*
 // newRun resolves the agent and builds what a run needs, without writing
 // anything yet.
 func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions) (*run, error) {
+	// Before anything is written: the started event holds the input.
+	e.registerSecrets()
 	addr, err := e.AgentAddress(agent)
 	if err != nil {
 		return nil, err

@@ -57,6 +57,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		Workspace: e.workspace(),
 		Protected: e.protected(),
 		Resolve:   e.resolve,
+		Redact:    e.secrets.json,
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
 	}
@@ -102,7 +103,9 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	for _, n := range names {
 		info, _ := box.Info(n)
 		t.info[n] = info
-		t.specs = append(t.specs, provider.ToolSpec{Name: n, Description: info.Description, Parameters: info.Parameters})
+		// An MCP server's description is its own text: it is redacted
+		// like a tool's output before a model sees it.
+		t.specs = append(t.specs, provider.ToolSpec{Name: n, Description: e.secrets.text(info.Description), Parameters: e.secrets.json(info.Parameters)})
 	}
 	if len(a.Delegates) > 0 {
 		t.specs = append(t.specs, delegateSpec(a.Delegates))
