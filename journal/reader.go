@@ -194,13 +194,19 @@ func ReadFile(path string) ([]Event, error) {
 // ErrTampered or ErrUnsigned; without a key to verify with, it wraps
 // ErrUnverifiable and seal.ErrNoKey (or says why the key cannot be read).
 func ReadRun(stateDir, runID string) ([]Event, error) {
+	evs, _, err := readRun(stateDir, runID)
+	return evs, err
+}
+
+// readRun is ReadRun, also saying whether a torn last line was skipped.
+func readRun(stateDir, runID string) ([]Event, bool, error) {
 	if err := checkRunID(runID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	path := Path(stateDir, runID)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, false, fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
 	key, kerr := seal.Read(stateDir)
@@ -217,11 +223,23 @@ func ReadRun(stateDir, runID string) ([]Event, error) {
 	for {
 		ev, err := jr.Next()
 		if err == io.EOF {
-			return evs, nil
+			return evs, jr.Torn(), nil
 		}
 		if err != nil {
-			return evs, fmt.Errorf("%s: %w", path, err)
+			return evs, false, fmt.Errorf("%s: %w", path, err)
 		}
 		evs = append(evs, ev)
 	}
+}
+
+// ReadToShow is ReadRun for showing a run, never for acting on it: an
+// unsigned journal is read as it is, with unsigned set, so the caller can
+// show it with a warning that nothing in it is verified.
+func ReadToShow(stateDir, runID string) (evs []Event, unsigned bool, err error) {
+	evs, err = ReadRun(stateDir, runID)
+	if errors.Is(err, ErrUnsigned) {
+		evs, err = ReadFile(Path(stateDir, runID))
+		return evs, true, err
+	}
+	return evs, false, err
 }

@@ -133,6 +133,47 @@ func CheckPlan(events []Event, planJSON []byte, what string) error {
 	return nil
 }
 
+// Verification is what Verify found: OK, or the first line (0 when the
+// fault is not a line's) that failed and why.
+type Verification struct {
+	RunID      string `json:"run"`
+	OK         bool   `json:"ok"`
+	Lines      int    `json:"lines"`          // complete lines that verified
+	Torn       bool   `json:"torn,omitempty"` // a torn last line (a write cut short by a crash) was skipped
+	PlanDigest string `json:"plan_digest,omitempty"`
+	Line       int    `json:"line,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Verify checks run runID as resume would before acting on it: every line
+// of the journal (ReadRun), and the saved plan against the digest its
+// started lines recorded (VerifiedPlan). A run that does not verify is a
+// Verification with OK false; the error is for a run that is not there or
+// cannot be read at all.
+func Verify(stateDir, runID string) (Verification, error) {
+	v := Verification{RunID: runID}
+	if _, err := os.Stat(Path(stateDir, runID)); err != nil {
+		return v, fmt.Errorf("journal: %w", err)
+	}
+	evs, torn, err := readRun(stateDir, runID)
+	v.Lines, v.Torn = len(evs), torn
+	var le *LineError
+	switch {
+	case errors.As(err, &le):
+		v.Line, v.Error = le.Line, err.Error()
+		return v, nil
+	case err != nil:
+		return v, err
+	}
+	b, err := VerifiedPlan(stateDir, runID, evs)
+	if err != nil {
+		v.Error = err.Error()
+		return v, nil
+	}
+	v.OK, v.PlanDigest = true, seal.Digest(b)
+	return v, nil
+}
+
 // StatusIncomplete is the status of a run whose journal has no terminated
 // event and that no process holds: it was killed and can be resumed.
 const StatusIncomplete = "incomplete"
@@ -230,13 +271,9 @@ func ListRuns(stateDir string) ([]RunSummary, error) {
 			continue
 		}
 		id := e.Name()
-		evs, err := ReadRun(stateDir, id)
+		evs, unsigned, err := ReadToShow(stateDir, id)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a directory with only a plan: the run never started
-		}
-		unsigned := errors.Is(err, ErrUnsigned)
-		if unsigned {
-			evs, err = ReadFile(Path(stateDir, id))
 		}
 		s := Summarize(evs)
 		s.ID, s.Unsigned = id, unsigned

@@ -203,7 +203,7 @@ func OpenAppend(stateDir, runID string, mode SyncMode, opts ...Option) (_ *Write
 			}
 		}()
 		w.lock = l
-	} else if w.lock.runID != runID || w.lock.stateDir != stateDir {
+	} else if w.lock.runID != runID || !sameDir(w.lock.stateDir, stateDir) {
 		return nil, fmt.Errorf("journal: the lock given is run %s's in %s, not run %s's in %s", w.lock.runID, w.lock.stateDir, runID, stateDir)
 	}
 	if !w.key.Valid() {
@@ -243,6 +243,17 @@ func OpenAppend(stateDir, runID string, mode SyncMode, opts ...Option) (_ *Write
 	w.chain = r.chain
 	w.start(f, last)
 	return w, nil
+}
+
+// sameDir reports whether two paths name one directory, one of them
+// relative to the working directory perhaps.
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	aa, aerr := filepath.Abs(a)
+	ab, berr := filepath.Abs(b)
+	return aerr == nil && berr == nil && aa == ab
 }
 
 // newWriter makes a writer with its options applied; start gives it the
