@@ -68,6 +68,9 @@ type run struct {
 	// holdAnswer keeps model text off the terminal until the gate has
 	// allowed the answer (answerIsDecided).
 	holdAnswer bool
+	// lock is the run's lock a resume took before reading the journal;
+	// the journal's writer holds it from open on.
+	lock *journal.RunLock
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -172,7 +175,11 @@ func (r *run) open(resume bool) error {
 	}
 	sd := r.e.opts.StateDir
 	if resume {
-		r.jw, err = journal.OpenAppend(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
+		opts := []journal.Option{journal.WithClock(r.e.opts.Now)}
+		if r.lock != nil {
+			opts = append(opts, journal.WithLock(r.lock))
+		}
+		r.jw, err = journal.OpenAppend(sd, r.id, mode, opts...)
 	} else {
 		b, encErr := r.e.planJSON()
 		if encErr != nil {
@@ -258,12 +265,14 @@ func (r *run) initialConversation() []provider.Message {
 func (r *run) recordStarted(resumeAfter int64) {
 	_ = r.record(journal.Started, startedData{
 		StartedData: journal.StartedData{
-			Agent:      r.agent.Address,
-			Mode:       r.mode,
-			Input:      r.input,
-			SourceHash: r.e.plan.SourceHash,
-			Budget:     budgetInfo(r.acct.Budget()),
-			Resume:     resumeAfter,
+			Agent:         r.agent.Address,
+			Mode:          r.mode,
+			Input:         r.input,
+			SourceHash:    r.e.plan.SourceHash,
+			Budget:        budgetInfo(r.acct.Budget()),
+			Resume:        resumeAfter,
+			JournalFormat: journal.FormatVersion,
+			PlanDigest:    r.e.planDigestOf(),
 		},
 		Profile:   r.profile,
 		Depth:     r.ro.Depth,
