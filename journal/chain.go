@@ -54,6 +54,10 @@ var ErrUnverifiable = errors.New("cannot verify the journal")
 type chain struct {
 	mac  *seal.MAC
 	prev [seal.MACSize]byte
+	// sum and hexed are scratch space: in the chain, which lives on the
+	// heap already, they cost no allocation per line.
+	sum   [seal.MACSize]byte
+	hexed [2 * seal.MACSize]byte
 	// keyErr is why there is no key (the reader's): set, every signed line
 	// fails with ErrUnverifiable and it, rather than with ErrTampered.
 	keyErr error
@@ -68,14 +72,12 @@ func newChain(key seal.Key, runID string) *chain {
 // sealLine ends the line whose body is buf's bytes from start: it appends
 // the MAC and the closing brace and newline, and advances the chain.
 func (c *chain) sealLine(buf *bytes.Buffer, start int) {
-	var sum [seal.MACSize]byte
-	c.mac.Sum(sum[:0], c.prev[:], buf.Bytes()[start:])
-	var hexed [2 * seal.MACSize]byte
-	hex.Encode(hexed[:], sum[:])
+	c.mac.Sum(c.sum[:0], c.prev[:], buf.Bytes()[start:])
+	hex.Encode(c.hexed[:], c.sum[:])
 	buf.WriteString(macField)
-	buf.Write(hexed[:])
+	buf.Write(c.hexed[:])
 	buf.WriteString("\"}\n")
-	c.prev = sum
+	c.prev = c.sum
 }
 
 // check verifies one complete line (without its newline), the n-th, and
@@ -90,12 +92,11 @@ func (c *chain) check(line []byte, n int) error {
 	case c.keyErr != nil:
 		return fmt.Errorf("%w: %w", ErrUnverifiable, c.keyErr)
 	}
-	var sum [seal.MACSize]byte
-	c.mac.Sum(sum[:0], c.prev[:], body)
-	if !hmac.Equal(sum[:], mac[:]) {
+	c.mac.Sum(c.sum[:0], c.prev[:], body)
+	if !hmac.Equal(c.sum[:], mac[:]) {
 		return fmt.Errorf("%w: this line, or the order of the lines before it, is not what symbi wrote", ErrTampered)
 	}
-	c.prev = sum
+	c.prev = c.sum
 	return nil
 }
 

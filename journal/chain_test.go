@@ -210,3 +210,34 @@ func FuzzVerifyingReader(f *testing.F) {
 		}
 	})
 }
+
+// TestSealLineAllocatesNothing: signing is on every line's path; the loop
+// benchmark counts its allocations.
+func TestSealLineAllocatesNothing(t *testing.T) {
+	key, _ := seal.FromBytes(bytes.Repeat([]byte{1}, 32))
+	c := newChain(key, "r")
+	var buf bytes.Buffer
+	buf.Grow(4096)
+	body := []byte(`{"seq":1,"ts":"2026-12-02T13:30:00Z","run":"r","agent":"a","iteration":0,"event":"x"`)
+	if n := testing.AllocsPerRun(100, func() {
+		buf.Reset()
+		buf.Write(body)
+		c.sealLine(&buf, 0)
+	}); n != 0 {
+		t.Errorf("sealLine allocates %v times per line", n)
+	}
+	buf.Reset()
+	buf.Write(body)
+	newChain(key, "r").sealLine(&buf, 0) // the first line of a run
+	line := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	v := newChain(key, "r")
+	anchor := v.prev
+	if n := testing.AllocsPerRun(100, func() {
+		v.prev = anchor
+		if err := v.check(line, 1); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("check allocates %v times per line", n)
+	}
+}
