@@ -61,7 +61,11 @@ named by --config, or ./.symbi.`,
 				if r.Unsigned {
 					status += ", unsigned"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, strings.TrimPrefix(r.Agent, "agent."), status, r.Iterations, r.Started.Local().Format(time.DateTime))
+				started := "-" // a journal whose first line cannot be read or trusted
+				if !r.Started.IsZero() {
+					started = r.Started.Local().Format(time.DateTime)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, strings.TrimPrefix(r.Agent, "agent."), status, r.Iterations, started)
 			}
 			return tw.Flush()
 		},
