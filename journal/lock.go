@@ -38,12 +38,12 @@ func Lock(stateDir, runID string) (*RunLock, error) {
 	if err := checkRunID(runID); err != nil {
 		return nil, err
 	}
-	dir := RunDir(stateDir, runID)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+	path := filepath.Join(RunDir(stateDir, runID), LockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The run's directory is not there (Create makes it first).
 		return nil, fmt.Errorf("journal: no run %s in %s: %w", runID, stateDir, fs.ErrNotExist)
 	}
-	path := filepath.Join(dir, LockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal: locking run %s: %w", runID, err)
 	}
@@ -55,10 +55,9 @@ func Lock(stateDir, runID string) (*RunLock, error) {
 		return nil, fmt.Errorf("journal: locking run %s: %w", runID, err)
 	}
 	// The pid is a courtesy for the error above; the lock does not depend
-	// on it, so failing to write it is not an error.
-	if f.Truncate(0) == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	// on it, so failing to write it is not an error. Written at a fixed
+	// width, it replaces any earlier holder's without a truncate.
+	f.WriteAt(fmt.Appendf(nil, "%-20d\n", os.Getpid()), 0)
 	return &RunLock{stateDir: stateDir, runID: runID, f: f}, nil
 }
 

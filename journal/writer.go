@@ -81,7 +81,7 @@ func WithKey(key seal.Key) Option {
 // WithLock gives OpenAppend the run's lock, which the caller took before
 // reading the journal to decide how to go on. Once OpenAppend succeeds the
 // writer holds it and releases it on Close; if it fails, the caller still
-// does.
+// does. Create refuses it: a new run's lock is Create's to take.
 func WithLock(l *RunLock) Option {
 	return func(w *Writer) { w.lock = l }
 }
@@ -151,17 +151,18 @@ func Create(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, err
 	if err := os.MkdirAll(RunDir(stateDir, runID), 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	if w.lock == nil {
-		l, err := Lock(stateDir, runID)
-		if errors.Is(err, ErrLocked) {
-			// Someone holds the run: it exists.
-			return nil, fmt.Errorf("journal: run %s: %w: %w", runID, fs.ErrExist, err)
-		}
-		if err != nil {
-			return nil, err
-		}
-		w.lock = l
+	if w.lock != nil {
+		return nil, errors.New("journal: WithLock is for OpenAppend; Create takes the new run's lock itself")
 	}
+	l, err := Lock(stateDir, runID)
+	if errors.Is(err, ErrLocked) {
+		// Someone holds the run: it exists.
+		return nil, fmt.Errorf("journal: run %s: %w: %w", runID, fs.ErrExist, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.lock = l
 	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		w.lock.Unlock()
