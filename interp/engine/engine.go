@@ -156,6 +156,11 @@ type Engine struct {
 	planErr    error
 	planDigest string // seal.Digest of planBytes, recorded in started lines
 
+	// key signs the journals; read (or made) once, not per run.
+	keyOnce sync.Once
+	key     seal.Key
+	keyErr  error
+
 	// closing tracks journals closing in the background; Close waits.
 	closing   sync.WaitGroup
 	errMu     sync.Mutex
@@ -233,6 +238,13 @@ func (e *Engine) planJSON() ([]byte, error) {
 		}
 	})
 	return e.planBytes, e.planErr
+}
+
+// stateKey is the state directory's key, which signs every journal the
+// engine writes.
+func (e *Engine) stateKey() (seal.Key, error) {
+	e.keyOnce.Do(func() { e.key, e.keyErr = seal.Open(e.opts.StateDir) })
+	return e.key, e.keyErr
 }
 
 // planDigestOf is seal.Digest of planJSON, which started lines record; ""

@@ -174,8 +174,12 @@ func (r *run) open(resume bool) error {
 		return err
 	}
 	sd := r.e.opts.StateDir
+	key, err := r.e.stateKey()
+	if err != nil {
+		return fmt.Errorf("starting the journal: %w", err)
+	}
+	opts := []journal.Option{journal.WithClock(r.e.opts.Now), journal.WithKey(key)}
 	if resume {
-		opts := []journal.Option{journal.WithClock(r.e.opts.Now)}
 		if r.lock != nil {
 			opts = append(opts, journal.WithLock(r.lock))
 		}
@@ -185,7 +189,7 @@ func (r *run) open(resume bool) error {
 		if encErr != nil {
 			return fmt.Errorf("saving the plan: %w", encErr)
 		}
-		r.jw, err = journal.Create(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
+		r.jw, err = journal.Create(sd, r.id, mode, opts...)
 		if err == nil {
 			err = r.savePlan(journal.RunDir(sd, r.id), b, mode)
 			if err != nil {
