@@ -85,14 +85,18 @@ func EventTypes() []string {
 
 // StartedData opens a run. Resume holds the seq the run resumed after, when
 // this is a continuation of an interrupted run written to the same journal.
+// PlanDigest is seal.Digest of the plan.json the run runs: resume refuses a
+// plan.json that no longer matches it (CheckPlan).
 type StartedData struct {
-	Agent      string      `json:"agent,omitempty"`     // agent address
-	BestOfN    string      `json:"best_of_n,omitempty"` // best_of_n address, for a best-of-N run
-	Mode       string      `json:"mode,omitempty"`
-	Input      string      `json:"input"`
-	SourceHash string      `json:"source_hash,omitempty"` // the plan's source_hash
-	Budget     *BudgetInfo `json:"budget,omitempty"`
-	Resume     int64       `json:"resume_after_seq,omitempty"`
+	Agent         string      `json:"agent,omitempty"`     // agent address
+	BestOfN       string      `json:"best_of_n,omitempty"` // best_of_n address, for a best-of-N run
+	Mode          string      `json:"mode,omitempty"`
+	Input         string      `json:"input"`
+	SourceHash    string      `json:"source_hash,omitempty"` // the plan's source_hash
+	Budget        *BudgetInfo `json:"budget,omitempty"`
+	Resume        int64       `json:"resume_after_seq,omitempty"`
+	JournalFormat int         `json:"journal_format,omitempty"` // FormatVersion; absent: 1, unsigned
+	PlanDigest    string      `json:"plan_digest,omitempty"`
 }
 
 // BudgetInfo is the set (non-zero) limits by field name, as policies see

@@ -57,13 +57,17 @@ func TestLineFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"seq":1,"ts":"2026-12-02T13:30:00.001Z","run":"r1","agent":"researcher","iteration":0,"event":"started","data":{"input":"6 * 7 <ok> & done"}}` + "\n"
-	if string(got) != want {
+	want := regexp.MustCompile(`^\{"seq":1,"ts":"2026-12-02T13:30:00.001Z","run":"r1","agent":"researcher","iteration":0,"event":"started","data":\{"input":"6 \* 7 <ok> & done"\},"mac":"[0-9a-f]{64}"\}\n$`)
+	if !want.Match(got) {
 		t.Errorf("line:\n got %s\nwant %s", got, want)
+	}
+	if _, err := ReadRun(dir, "r1"); err != nil {
+		t.Errorf("the line does not verify: %v", err)
 	}
 }
 
-// encodeLine must write exactly what encoding/json would.
+// encodeBody and the closing brace must write exactly what encoding/json
+// would.
 func TestEncodeLine(t *testing.T) {
 	for _, ev := range []Event{
 		{Seq: 1, Time: t0, RunID: "r", Agent: "agent.a", Type: Started},
@@ -79,15 +83,16 @@ func TestEncodeLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := encodeLine(&got, &ev); err != nil {
+		if err := encodeBody(&got, &ev); err != nil {
 			t.Fatal(err)
 		}
+		got.WriteString("}\n")
 		if got.String() != want.String() {
-			t.Errorf("encodeLine:\n got %s\nwant %s", got.String(), want.String())
+			t.Errorf("encodeBody:\n got %s\nwant %s", got.String(), want.String())
 		}
 	}
 	var buf bytes.Buffer
-	if err := encodeLine(&buf, &Event{Type: Started, Data: json.RawMessage("{broken")}); err == nil {
+	if err := encodeBody(&buf, &Event{Type: Started, Data: json.RawMessage("{broken")}); err == nil {
 		t.Error("invalid data was encoded")
 	}
 }
@@ -392,13 +397,35 @@ func TestOpenAppendResumes(t *testing.T) {
 
 func TestOpenAppendRefusesCorruptJournal(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(RunDir(dir, "r"), 0o700)
-	os.WriteFile(Path(dir, "r"), []byte(line(1, Started)+"}{\n"+line(3, Started)), 0o600)
+	w := mustCreate(t, dir, "r", SyncBackground)
+	for range 3 {
+		w.Append(Event{Type: Started})
+	}
+	w.Close()
+	lines := strings.SplitAfter(readString(t, w.Path()), "\n")
+	os.WriteFile(w.Path(), []byte(lines[0]+"}{\n"+lines[2]), 0o600)
 	_, err := OpenAppend(dir, "r", SyncBackground)
 	var le *LineError
-	if !errors.As(err, &le) || le.Line != 2 {
+	if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ErrTampered) {
 		t.Errorf("err = %v, want a LineError on line 2", err)
 	}
+	// A journal from before the chain is refused too, from its first line.
+	os.WriteFile(w.Path(), []byte(line(1, Started)+line(2, Started)), 0o600)
+	if _, err = OpenAppend(dir, "r", SyncBackground); !errors.Is(err, ErrUnsigned) {
+		t.Errorf("unsigned journal: err = %v, want ErrUnsigned", err)
+	}
+	if locked, _ := Locked(dir, "r"); locked {
+		t.Error("a refused OpenAppend left the run locked")
+	}
+}
+
+func readString(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestNewRunID(t *testing.T) {

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +11,9 @@ import (
 )
 
 // TestKilledWriter kills a process that is appending as fast as it can,
-// with SIGKILL, and checks that every line it was told was written is in
-// the journal, which then resumes cleanly.
+// with SIGKILL, and checks that the run was locked while it wrote and is
+// not after, and that every line it was told was written is in the
+// journal, verified, which then resumes cleanly.
 func TestKilledWriter(t *testing.T) {
 	if dir := os.Getenv("SYMBI_JOURNAL_KILL_CHILD"); dir != "" {
 		appendForever(dir)
@@ -37,6 +39,13 @@ func TestKilledWriter(t *testing.T) {
 			acked = n
 		}
 	}
+	// While the child writes, the run is its own.
+	if locked, err := Locked(dir, "killed"); !locked || err != nil {
+		t.Errorf("the writing child's run is not locked (%v)", err)
+	}
+	if _, err := OpenAppend(dir, "killed", SyncBackground); !errors.Is(err, ErrLocked) {
+		t.Errorf("OpenAppend while the child writes: %v, want ErrLocked", err)
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +53,11 @@ func TestKilledWriter(t *testing.T) {
 	if acked < 200 {
 		t.Fatalf("child stopped after %d appends", acked)
 	}
-
-	evs, err := ReadFile(Path(dir, "killed"))
+	// The kernel released the dead child's lock; its lines all verify.
+	if locked, err := Locked(dir, "killed"); locked || err != nil {
+		t.Errorf("the killed child's run is still locked (%v)", err)
+	}
+	evs, err := ReadRun(dir, "killed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +72,7 @@ func TestKilledWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	after, err := ReadFile(Path(dir, "killed"))
+	after, err := ReadRun(dir, "killed")
 	if err != nil || len(after) != len(evs)+1 {
 		t.Fatalf("after resume: %d events (%v), want %d", len(after), err, len(evs)+1)
 	}

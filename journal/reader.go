@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // LineError is a complete line that cannot be read: corrupt JSON, a
-// missing field, or a seq out of order. Line counts from 1.
+// missing field, a seq out of order, or (for a verifying reader) a MAC that
+// does not verify. Line counts from 1.
 type LineError struct {
 	Line int
 	Err  error
@@ -29,6 +32,7 @@ var ErrLineTooLong = errors.New("line longer than the journal's limit")
 // says it was there.
 type Reader struct {
 	r       *bufio.Reader
+	chain   *chain // nil: lines are not verified
 	line    int
 	offset  int64 // bytes in complete lines read so far
 	lastSeq int64
@@ -38,9 +42,22 @@ type Reader struct {
 	maxLine int // MaxLineBytes; smaller in tests
 }
 
-// NewReader reads events from r.
+// NewReader reads events from r without checking their MACs: for showing
+// what a file holds. Anything that acts on a journal reads it with
+// NewVerifyingReader or ReadRun.
 func NewReader(r io.Reader) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10), maxLine: MaxLineBytes}
+}
+
+// NewVerifyingReader reads run runID's journal from r and checks every
+// complete line's MAC under key before it parses the line: the first line
+// that does not verify is a LineError wrapping ErrTampered, or ErrUnsigned
+// when the journal's first line has no MAC at all. A torn last line is not
+// verified; it is skipped, as by NewReader.
+func NewVerifyingReader(r io.Reader, key seal.Key, runID string) *Reader {
+	jr := NewReader(r)
+	jr.chain = newChain(key, runID)
+	return jr
 }
 
 // Next returns the next event, or io.EOF after the last complete line.
@@ -66,6 +83,11 @@ func (r *Reader) next() (Event, error) {
 	}
 	r.line++
 	r.offset += int64(len(line)) + 1
+	if r.chain != nil {
+		if err := r.chain.check(line, r.line); err != nil {
+			return Event{}, &LineError{Line: r.line, Err: err}
+		}
+	}
 	ev, err := parseLine(line)
 	if err != nil {
 		return Event{}, &LineError{Line: r.line, Err: err}
@@ -149,8 +171,9 @@ func ReadAll(r io.Reader) ([]Event, error) {
 	}
 }
 
-// ReadFile reads a whole journal. On a corrupt line it returns the events
-// before it along with the error, which names the file and the line.
+// ReadFile reads a whole journal without verifying it (see ReadRun). On a
+// corrupt line it returns the events before it along with the error, which
+// names the file and the line.
 func ReadFile(path string) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -162,4 +185,61 @@ func ReadFile(path string) ([]Event, error) {
 		return evs, fmt.Errorf("%s: %w", path, err)
 	}
 	return evs, nil
+}
+
+// ReadRun reads run runID's journal under stateDir and verifies every line
+// with the state directory's key: what resume, `symbi runs show` and
+// `symbi runs verify` read. On the first line that does not verify it
+// returns the events before it (all verified) and a LineError wrapping
+// ErrTampered or ErrUnsigned; without a key to verify with, it wraps
+// ErrUnverifiable and seal.ErrNoKey (or says why the key cannot be read).
+func ReadRun(stateDir, runID string) ([]Event, error) {
+	evs, _, err := readRun(stateDir, runID)
+	return evs, err
+}
+
+// readRun is ReadRun, also saying whether a torn last line was skipped.
+func readRun(stateDir, runID string) ([]Event, bool, error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, false, err
+	}
+	path := Path(stateDir, runID)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	key, kerr := seal.Read(stateDir)
+	var jr *Reader
+	if kerr != nil {
+		// Without a key only an unsigned journal can be told from a signed
+		// one; every signed line fails with the key's error.
+		jr = NewReader(f)
+		jr.chain = &chain{keyErr: kerr}
+	} else {
+		jr = NewVerifyingReader(f, key, runID)
+	}
+	var evs []Event
+	for {
+		ev, err := jr.Next()
+		if err == io.EOF {
+			return evs, jr.Torn(), nil
+		}
+		if err != nil {
+			return evs, false, fmt.Errorf("%s: %w", path, err)
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// ReadToShow is ReadRun for showing a run, never for acting on it: an
+// unsigned journal is read as it is, with unsigned set, so the caller can
+// show it with a warning that nothing in it is verified.
+func ReadToShow(stateDir, runID string) (evs []Event, unsigned bool, err error) {
+	evs, err = ReadRun(stateDir, runID)
+	if errors.Is(err, ErrUnsigned) {
+		evs, err = ReadFile(Path(stateDir, runID))
+		return evs, true, err
+	}
+	return evs, false, err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // PlanFileName is the plan's name inside its run directory.
@@ -71,7 +72,8 @@ func SavePlan(stateDir, runID string, planJSON []byte) error {
 	return nil
 }
 
-// LoadPlan returns the plan SavePlan stored for a run.
+// LoadPlan returns the plan SavePlan stored for a run, unchecked: see
+// VerifiedPlan.
 func LoadPlan(stateDir, runID string) ([]byte, error) {
 	if err := checkRunID(runID); err != nil {
 		return nil, err
@@ -83,12 +85,110 @@ func LoadPlan(stateDir, runID string) ([]byte, error) {
 	return b, nil
 }
 
+// ErrPlanChanged is wrapped by CheckPlan's error: the plan is not the one
+// the run started with.
+var ErrPlanChanged = errors.New("the plan was changed after the run started")
+
+// VerifiedPlan returns the plan saved with run runID once CheckPlan has
+// matched it with the run's events, which must come from ReadRun.
+func VerifiedPlan(stateDir, runID string, events []Event) ([]byte, error) {
+	b, err := LoadPlan(stateDir, runID)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPlan(events, b, filepath.Join(RunDir(stateDir, runID), PlanFileName)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// CheckPlan compares planJSON (named what in the error) with the
+// plan_digest of every started line in events: each attempt of a run must
+// have run the same plan. The plan's files (scripts, policies, entities,
+// schemas) are covered too: the plan holds their text or their sha256,
+// which loading checks (plan.FileRef.Load).
+func CheckPlan(events []Event, planJSON []byte, what string) error {
+	digest := seal.Digest(planJSON)
+	started := 0
+	for _, ev := range events {
+		if ev.Type != Started {
+			continue
+		}
+		started++
+		var d StartedData
+		if err := ev.Decode(&d); err != nil {
+			return err
+		}
+		switch d.PlanDigest {
+		case digest:
+		case "":
+			return fmt.Errorf("the started line (seq %d) records no plan digest to check %s against", ev.Seq, what)
+		default:
+			return fmt.Errorf("%w: %s has digest %s, but the started line (seq %d) recorded %s", ErrPlanChanged, what, digest, ev.Seq, d.PlanDigest)
+		}
+	}
+	if started == 0 {
+		return errors.New("the journal has no started line")
+	}
+	return nil
+}
+
+// Verification is what Verify found: OK, or the first line (0 when the
+// fault is not a line's) that failed and why.
+type Verification struct {
+	RunID      string `json:"run"`
+	OK         bool   `json:"ok"`
+	Lines      int    `json:"lines"`          // complete lines that verified
+	Torn       bool   `json:"torn,omitempty"` // a torn last line (a write cut short by a crash) was skipped
+	PlanDigest string `json:"plan_digest,omitempty"`
+	Line       int    `json:"line,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Verify checks run runID as resume would before acting on it: every line
+// of the journal (ReadRun), and the saved plan against the digest its
+// started lines recorded (VerifiedPlan). A run that does not verify is a
+// Verification with OK false; the error is for a run that is not there or
+// cannot be read at all.
+func Verify(stateDir, runID string) (Verification, error) {
+	v := Verification{RunID: runID}
+	if _, err := os.Stat(Path(stateDir, runID)); err != nil {
+		return v, fmt.Errorf("journal: %w", err)
+	}
+	evs, torn, err := readRun(stateDir, runID)
+	v.Lines, v.Torn = len(evs), torn
+	var le *LineError
+	switch {
+	case errors.As(err, &le):
+		v.Line, v.Error = le.Line, err.Error()
+		return v, nil
+	case err != nil:
+		return v, err
+	}
+	b, err := VerifiedPlan(stateDir, runID, evs)
+	if err != nil {
+		v.Error = err.Error()
+		return v, nil
+	}
+	v.OK, v.PlanDigest = true, seal.Digest(b)
+	return v, nil
+}
+
 // StatusIncomplete is the status of a run whose journal has no terminated
-// event: it is still running, or it was killed and can be resumed.
+// event and that no process holds: it was killed and can be resumed.
 const StatusIncomplete = "incomplete"
+
+// StatusRunning is the status of a run without a terminated event whose
+// lock a process holds: it is running, or being resumed.
+const StatusRunning = "running"
 
 // StatusUnreadable is the status of a run whose journal could not be read.
 const StatusUnreadable = "unreadable"
+
+// StatusTampered is the status of a run whose journal does not verify
+// (ErrTampered). A journal that cannot be verified for want of a key is
+// unreadable.
+const StatusTampered = "tampered"
 
 // RunSummary is one line of `symbi runs`.
 type RunSummary struct {
@@ -96,13 +196,16 @@ type RunSummary struct {
 	Agent      string       `json:"agent"`
 	Started    time.Time    `json:"started"`
 	Finished   time.Time    `json:"finished,omitzero"` // zero when incomplete
-	Status     string       `json:"status"`            // the termination reason, or incomplete / unreadable
+	Status     string       `json:"status"`            // the termination reason, or incomplete / running / unreadable / tampered
 	Limit      string       `json:"limit,omitempty"`   // the budget limit, for budget_exceeded
 	Iterations int          `json:"iterations"`
 	Usage      policy.Usage `json:"usage"`
 	Events     int          `json:"events"`
 	LastSeq    int64        `json:"last_seq"`
-	Error      string       `json:"error,omitempty"` // why the journal is unreadable
+	Error      string       `json:"error,omitempty"` // why the journal is unreadable or tampered
+	// Unsigned is set for a journal without MACs (ErrUnsigned): what it
+	// says cannot be verified.
+	Unsigned bool `json:"unsigned,omitempty"`
 }
 
 // Summarize condenses a run's events. A terminated event gives the final
@@ -147,10 +250,13 @@ func Summarize(evs []Event) RunSummary {
 	return s
 }
 
-// ListRuns summarizes every run under stateDir, newest first. A journal
-// that cannot be read still gets a line, with status unreadable and the
-// error, so one damaged run does not hide the others. A state directory
-// without runs gives an empty list.
+// ListRuns summarizes every run under stateDir, newest first, verifying
+// each journal (ReadRun). A journal that cannot be read still gets a line,
+// with status unreadable or tampered and the error, so one damaged run does
+// not hide the others; an unsigned one is read as it is and marked
+// Unsigned. A run without a terminated event is running while a process
+// holds its lock, incomplete otherwise. A state directory without runs
+// gives an empty list.
 func ListRuns(stateDir string) ([]RunSummary, error) {
 	entries, err := os.ReadDir(filepath.Join(stateDir, "runs"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -161,18 +267,27 @@ func ListRuns(stateDir string) ([]RunSummary, error) {
 	}
 	var out []RunSummary
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || checkRunID(e.Name()) != nil {
 			continue
 		}
-		path := Path(stateDir, e.Name())
-		evs, err := ReadFile(path)
+		id := e.Name()
+		evs, unsigned, err := ReadToShow(stateDir, id)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a directory with only a plan: the run never started
 		}
 		s := Summarize(evs)
-		s.ID = e.Name()
-		if err != nil {
+		s.ID, s.Unsigned = id, unsigned
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrTampered):
+			s.Status, s.Error = StatusTampered, err.Error()
+		default:
 			s.Status, s.Error = StatusUnreadable, err.Error()
+		}
+		if s.Status == StatusIncomplete {
+			if locked, _ := Locked(stateDir, id); locked {
+				s.Status = StatusRunning
+			}
 		}
 		out = append(out, s)
 	}

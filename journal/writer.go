@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // SyncMode says when appended lines are forced to stable storage.
@@ -69,14 +72,33 @@ func WithClock(now func() time.Time) Option {
 	return func(w *Writer) { w.now = now }
 }
 
+// WithKey signs the lines with key instead of the state directory's own
+// (seal.Open), which the caller has read already.
+func WithKey(key seal.Key) Option {
+	return func(w *Writer) { w.key = key }
+}
+
+// WithLock gives OpenAppend the run's lock, which the caller took before
+// reading the journal to decide how to go on. Once OpenAppend succeeds the
+// writer holds it and releases it on Close; if it fails, the caller still
+// does. Create refuses it: a new run's lock is Create's to take.
+func WithLock(l *RunLock) Option {
+	return func(w *Writer) { w.lock = l }
+}
+
 // Writer appends events to one run's journal. It is safe for concurrent use:
 // best-of-N candidates and parallel tool calls append at the same time, and
-// seq order is the order in which lines reach the file.
+// seq order is the order in which lines reach the file. It holds the run's
+// lock (RunLock) from Create or OpenAppend until Close, and signs every line
+// (chain.go).
 type Writer struct {
 	path  string
 	runID string
 	mode  SyncMode
 	now   func() time.Time
+	key   seal.Key
+	lock  *RunLock
+	chain *chain // guarded by mu
 
 	mu     sync.Mutex
 	f      *os.File
@@ -110,22 +132,44 @@ func checkRunID(runID string) error {
 	return nil
 }
 
-// Create starts a new journal at <stateDir>/runs/<runID>/journal.jsonl. It
-// fails (with an error matching fs.ErrExist) if that journal already exists,
-// so two runs can never share one.
+// Create starts a new journal at <stateDir>/runs/<runID>/journal.jsonl,
+// holding the run's lock and signing its lines with the state directory's
+// key (created on first use). It fails (with an error matching fs.ErrExist)
+// if that journal already exists, so two runs can never share one.
 func Create(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, error) {
 	if err := checkRunID(runID); err != nil {
 		return nil, err
 	}
+	w := newWriter(Path(stateDir, runID), runID, mode, opts)
+	if !w.key.Valid() {
+		k, err := seal.Open(stateDir)
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		w.key = k
+	}
 	if err := os.MkdirAll(RunDir(stateDir, runID), 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	path := Path(stateDir, runID)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if w.lock != nil {
+		return nil, errors.New("journal: WithLock is for OpenAppend; Create takes the new run's lock itself")
+	}
+	l, err := Lock(stateDir, runID)
+	if errors.Is(err, ErrLocked) {
+		// Someone holds the run: it exists.
+		return nil, fmt.Errorf("journal: run %s: %w: %w", runID, fs.ErrExist, err)
+	}
 	if err != nil {
+		return nil, err
+	}
+	w.lock = l
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		w.lock.Unlock()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	w := newWriter(f, path, runID, mode, 0, opts)
+	w.chain = newChain(w.key, runID)
+	w.start(f, 0)
 	// Syncing the file's lines is not enough after a power loss if the
 	// directory entries naming the file were never synced. In background
 	// mode that waits for the first background sync, like the lines.
@@ -137,19 +181,44 @@ func Create(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, err
 }
 
 // OpenAppend reopens an existing journal to continue an interrupted run.
-// A torn last line is cut off first; numbering continues after the last
-// complete line. A journal that is corrupt before its end is an error: the
-// caller should not resume from a history it cannot read.
-func OpenAppend(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, error) {
+// It takes the run's lock (or uses the one WithLock gives) and keeps it
+// until Close, so a run that another process is still writing is refused
+// with ErrLocked. Every line must verify (ErrUnsigned, ErrTampered: see
+// ReadRun); a torn last line is cut off first; numbering and the chain
+// continue after the last complete line. A journal that is corrupt before
+// its end is an error: the caller should not resume from a history it
+// cannot read.
+func OpenAppend(stateDir, runID string, mode SyncMode, opts ...Option) (_ *Writer, err error) {
 	if err := checkRunID(runID); err != nil {
 		return nil, err
 	}
-	path := Path(stateDir, runID)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	w := newWriter(Path(stateDir, runID), runID, mode, opts)
+	if w.lock == nil {
+		l, lerr := Lock(stateDir, runID)
+		if lerr != nil {
+			return nil, lerr
+		}
+		defer func() {
+			if err != nil {
+				l.Unlock()
+			}
+		}()
+		w.lock = l
+	} else if w.lock.runID != runID || !sameDir(w.lock.stateDir, stateDir) {
+		return nil, fmt.Errorf("journal: the lock given is run %s's in %s, not run %s's in %s", w.lock.runID, w.lock.stateDir, runID, stateDir)
+	}
+	if !w.key.Valid() {
+		k, err := seal.Read(stateDir)
+		if err != nil {
+			return nil, fmt.Errorf("journal: cannot verify run %s: %w", runID, err)
+		}
+		w.key = k
+	}
+	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	r := NewReader(f)
+	r := NewVerifyingReader(f, w.key, runID)
 	var last int64
 	for {
 		ev, err := r.Next()
@@ -158,7 +227,7 @@ func OpenAppend(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer,
 		}
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", w.path, err)
 		}
 		last = ev.Seq
 	}
@@ -172,28 +241,47 @@ func OpenAppend(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer,
 			return nil, fmt.Errorf("journal: %w", err)
 		}
 	}
-	return newWriter(f, path, runID, mode, last, opts), nil
+	w.chain = r.chain
+	w.start(f, last)
+	return w, nil
 }
 
-func newWriter(f *os.File, path, runID string, mode SyncMode, seq int64, opts []Option) *Writer {
+// sameDir reports whether two paths name one directory, one of them
+// relative to the working directory perhaps.
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	aa, aerr := filepath.Abs(a)
+	ab, berr := filepath.Abs(b)
+	return aerr == nil && berr == nil && aa == ab
+}
+
+// newWriter makes a writer with its options applied; start gives it the
+// file.
+func newWriter(path, runID string, mode SyncMode, opts []Option) *Writer {
 	w := &Writer{
 		path:  path,
 		runID: runID,
 		mode:  mode,
 		now:   time.Now,
-		f:     f,
-		seq:   seq,
 		kick:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(w)
 	}
-	if mode == SyncBackground {
+	return w
+}
+
+// start gives the writer its open file and the seq it continues after,
+// and starts background syncing.
+func (w *Writer) start(f *os.File, seq int64) {
+	w.f, w.seq = f, seq
+	if w.mode == SyncBackground {
 		w.wg.Add(1)
 		go w.syncLoop()
 	}
-	return w
 }
 
 // Path returns the file the writer appends to.
@@ -292,14 +380,16 @@ func (w *Writer) add(ev Event, hold bool) (Event, error) {
 		ev.RunID = w.runID
 	}
 	held := w.buf.Len()
-	if err := encodeLine(&w.buf, &ev); err != nil {
+	if err := encodeBody(&w.buf, &ev); err != nil {
 		w.buf.Truncate(held)
 		return Event{}, fmt.Errorf("journal: encoding %s event: %w", ev.Type, err)
 	}
-	if n := w.buf.Len() - held; n > MaxLineBytes {
+	if n := w.buf.Len() - held + macSuffixLen + 1; n > MaxLineBytes {
 		w.buf.Truncate(held)
 		return Event{}, fmt.Errorf("journal: %s event is %d bytes, over the %d-byte line limit", ev.Type, n, MaxLineBytes)
 	}
+	// Signing the body where it was encoded costs one HMAC, no copy.
+	w.chain.sealLine(&w.buf, held)
 	w.seq = ev.Seq
 	if hold {
 		return ev, nil
@@ -432,14 +522,22 @@ func (w *Writer) Close() error {
 	if cerr := w.f.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("journal: closing %s: %w", w.path, cerr)
 	}
+	// The lock goes last: until the final sync another process must not
+	// take the run over.
+	if w.lock != nil {
+		if uerr := w.lock.Unlock(); uerr != nil && err == nil {
+			err = uerr
+		}
+	}
 	return err
 }
 
-// encodeLine writes ev as encoding/json would with HTML escaping off, plus
-// the newline. It is written by hand because the loop appends several lines
+// encodeBody writes ev as encoding/json would with HTML escaping off, but
+// without the closing brace: the body that the chain signs and ends with
+// the MAC. It is written by hand because the loop appends several lines
 // per iteration and reflection was most of Append's cost; TestEncodeLine
 // holds it to encoding/json's output.
-func encodeLine(buf *bytes.Buffer, ev *Event) error {
+func encodeBody(buf *bytes.Buffer, ev *Event) error {
 	b := buf.AvailableBuffer()
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, ev.Seq, 10)
@@ -471,7 +569,6 @@ func encodeLine(buf *bytes.Buffer, ev *Event) error {
 			}
 		}
 	}
-	buf.WriteString("}\n")
 	return nil
 }
 

@@ -46,9 +46,12 @@ func (s *Session) journal(_ context.Context, c call) (string, hcl.Diagnostics) {
 			return "", errorAt(rng, "Ambiguous run id", "%d runs start with %s; give more of the id.", len(found), id)
 		}
 	}
-	evs, err := journal.ReadFile(journal.Path(sd, run.ID))
+	evs, unsigned, err := journal.ReadToShow(sd, run.ID)
 	if err != nil {
 		return "", errorAt(c.nameRng, "Cannot read the journal", "%v", err)
+	}
+	if unsigned {
+		return "warning: " + journal.ErrUnsigned.Error() + "\n" + Timeline(evs), nil
 	}
 	return Timeline(evs), nil
 }

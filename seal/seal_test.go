@@ -116,3 +116,37 @@ func TestDigest(t *testing.T) {
 		t.Errorf("Digest(\"\") = %s", got)
 	}
 }
+
+func TestMACEqualsSum(t *testing.T) {
+	k, err := FromBytes([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := k.MAC("journal")
+	for _, parts := range [][][]byte{
+		{},
+		{[]byte("one")},
+		{[]byte("prev"), []byte(`{"seq":1}`)},
+		{[]byte("prev"), []byte(`{"seq":2}`)}, // the state is reset between messages
+	} {
+		var whole []byte
+		for _, p := range parts {
+			whole = append(whole, p...)
+		}
+		got := m.Sum(nil, parts...)
+		if want := k.Sum("journal", whole); string(got) != string(want) {
+			t.Errorf("MAC.Sum(%q) = %x, Key.Sum = %x", whole, got, want)
+		}
+		if len(got) != MACSize {
+			t.Errorf("MAC of %d bytes, want %d", len(got), MACSize)
+		}
+	}
+	if string(m.Sum(nil, []byte("m"))) == string(k.MAC("other").Sum(nil, []byte("m"))) {
+		t.Error("two domains give the same MAC")
+	}
+	dst := make([]byte, 0, MACSize)
+	a, b := []byte("a"), []byte("b")
+	if n := testing.AllocsPerRun(100, func() { m.Sum(dst, a, b) }); n > 0 {
+		t.Errorf("MAC.Sum allocates %v times per message", n)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // Exit codes shared by every command (see docs/cli.md).
 const (
 	exitOK        = 0
-	exitChanged   = 1 // fmt -check would change files; policy test failures
+	exitChanged   = 1 // fmt -check would change files; policy test failures; a journal that does not verify
 	exitInvalid   = 2 // invalid configuration or usage
 	exitStopped   = 3 // denied, budget or limit stop
 	exitFailure   = 4 // runtime failure

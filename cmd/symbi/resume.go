@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
 )
 
@@ -22,7 +24,11 @@ is loaded (the configuration may have changed since), the conversation is
 rebuilt from the journal, and the run appends to the same journal. An
 iteration that was cut short is done again. Output and exit codes are those
 of "symbi run". The run is found in --state-dir, or in the state_dir of the
-configuration named by --config, or in ./.symbi.`,
+configuration named by --config, or in ./.symbi.
+
+Resume refuses (exit 2) a run that another process is running or resuming,
+a journal whose lines do not verify or that is unsigned (symbi runs verify
+says why), and a saved plan that is not the one the run started with.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stateDir, err := where.resolve(cmd)
@@ -33,12 +39,23 @@ configuration named by --config, or in ./.symbi.`,
 			if err != nil {
 				return err
 			}
+			// The lock comes first: the interrupted attempt's approval
+			// requests are withdrawn only once no process can still be
+			// waiting on them.
+			lock, err := journal.Lock(stateDir, id)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return exitWith(exitInvalid, "no run %s in %s", id, stateDir)
+			case err != nil:
+				return exitWith(exitInvalid, "run %s cannot be resumed: %v", id, err)
+			}
+			defer lock.Unlock()
 			withdrawRequests(stateDir, id)
 			ctx, stop := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			out := newRunPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), jsonOut)
 			defer out.close()
-			res, err := engine.ResumeRun(ctx, stateDir, id, engine.Options{
+			res, err := engine.ResumeLocked(ctx, lock, engine.Options{
 				LookupEnv: os.LookupEnv,
 				OnEvent:   out.event,
 				Approver:  newApprover(cmd, stateDir),

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,8 +22,11 @@ func newRunsCmd() *cobra.Command {
 		Use:   "runs",
 		Short: "List past runs from their journals",
 		Long: `List the runs recorded under the state directory (newest first): id, agent,
-status (the termination reason, or "incomplete" for a run that was killed and
-can be resumed with "symbi resume ID"), iterations and start time.
+status (the termination reason; "running" for a run a process is running or
+resuming; "incomplete" for a run that was killed and can be resumed with
+"symbi resume ID"; "tampered" for a journal that does not verify, see
+"symbi runs verify ID"), iterations and start time. A journal written before
+symbi signed its journals is marked unsigned.
 
 The state directory is --state-dir, or the state_dir of the configuration
 named by --config, or ./.symbi.`,
@@ -53,7 +58,14 @@ named by --config, or ./.symbi.`,
 				if r.Limit != "" {
 					status += " (" + r.Limit + ")"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, strings.TrimPrefix(r.Agent, "agent."), status, r.Iterations, r.Started.Local().Format(time.DateTime))
+				if r.Unsigned {
+					status += ", unsigned"
+				}
+				started := "-" // a journal whose first line cannot be read or trusted
+				if !r.Started.IsZero() {
+					started = r.Started.Local().Format(time.DateTime)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, strings.TrimPrefix(r.Agent, "agent."), status, r.Iterations, started)
 			}
 			return tw.Flush()
 		},
@@ -63,7 +75,11 @@ named by --config, or ./.symbi.`,
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run's timeline (ID \"latest\" is the newest run)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show run ID's timeline, verifying every line of its journal first. A journal
+that does not verify is shown up to the line before the first bad one, and
+the command exits 1 naming that line. An unsigned journal (written before
+symbi signed its journals) is shown with a warning on stderr.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stateDir, err := where.resolve(cmd)
 			if err != nil {
@@ -73,19 +89,73 @@ named by --config, or ./.symbi.`,
 			if err != nil {
 				return err
 			}
-			evs, err := journal.ReadFile(journal.Path(stateDir, id))
+			evs, unsigned, err := journal.ReadToShow(stateDir, id)
+			if unsigned {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: run %s: %v\n", id, journal.ErrUnsigned)
+			}
+			// On a bad line, the events before it are shown: they verified.
+			if len(evs) > 0 || err == nil {
+				if jsonOut {
+					for _, ev := range evs {
+						jsonLine(cmd.OutOrStdout(), ev)
+					}
+				} else if _, werr := io.WriteString(cmd.OutOrStdout(), repl.Timeline(evs)); werr != nil {
+					return werr
+				}
+			}
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, journal.ErrTampered) || errors.Is(err, journal.ErrUnverifiable):
+				return exitWith(exitChanged, "run %s: %v (symbi runs verify %s)", id, err, id)
+			}
+			return exitWith(exitFailure, "run %s: %v", id, err)
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "verify ID",
+		Short: "Check that a run's journal and plan are what symbi wrote",
+		Long: `Verify run ID as resume does before it acts on it: every line of the journal
+must carry a MAC, under the state directory's key, chained to the line before
+it (so no line was edited, removed, added or moved), and plan.json must have
+the digest the run's started lines recorded. A torn last line (a write cut
+short by a crash) is not an error.
+
+Exit codes: 0 intact; 1 not intact, with the first bad line (or the plan) and
+why; 2 no such run.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			stateDir, err := where.resolve(cmd)
 			if err != nil {
+				return err
+			}
+			id, err := resolveRunID(stateDir, args[0])
+			if err != nil {
+				return err
+			}
+			v, err := journal.Verify(stateDir, id)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return exitWith(exitInvalid, "no run %s in %s", id, stateDir)
+			case err != nil:
 				return exitWith(exitFailure, "run %s: %v", id, err)
 			}
+			out := cmd.OutOrStdout()
 			if jsonOut {
-				for _, ev := range evs {
-					jsonLine(cmd.OutOrStdout(), ev)
+				jsonLine(out, v)
+			} else if v.OK {
+				fmt.Fprintf(out, "run %s: intact: %d lines verified; plan.json is the plan the run started with (%s)\n", id, v.Lines, v.PlanDigest)
+				if v.Torn {
+					fmt.Fprintln(out, "its torn last line (a write cut short by a crash) is not part of the journal; resume cuts it off")
 				}
-				return nil
 			}
-			// The REPL's :journal prints the same timeline.
-			_, err = io.WriteString(cmd.OutOrStdout(), repl.Timeline(evs))
-			return err
+			if !v.OK {
+				if v.Line > 0 {
+					return exitWith(exitChanged, "run %s is not intact (%d lines verified before line %d): %s", id, v.Lines, v.Line, v.Error)
+				}
+				return exitWith(exitChanged, "run %s is not intact: %s", id, v.Error)
+			}
+			return nil
 		},
 	})
 	return cmd

@@ -106,6 +106,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 				StartedData: journal.StartedData{
 					Agent: r.agent.Address, BestOfN: bon.Address, Mode: r.mode, Input: input,
 					SourceHash: e.plan.SourceHash, Budget: &limits,
+					JournalFormat: journal.FormatVersion, PlanDigest: e.planDigestOf(),
 				},
 				Depth: ro.Depth, Ancestors: ro.Ancestors, BaseDir: absDir(e.opts.BaseDir),
 			})

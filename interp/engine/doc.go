@@ -15,6 +15,7 @@
 //	(*Engine).Run(ctx, agent, input string, ro RunOptions) (*Result, error)
 //	(*Engine).Resume(ctx, runID string) (*Result, error)
 //	ResumeRun(ctx, stateDir, runID string, opts Options) (*Result, error)
+//	ResumeLocked(ctx, lock *journal.RunLock, opts Options) (*Result, error)
 //	(*Engine).Sync() error   // finished runs' journals on stable storage
 //	(*Engine).Close() error  // Sync, then stop tools and close stores
 //

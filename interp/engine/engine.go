@@ -17,6 +17,7 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // Options configure an Engine. Every field is optional.
@@ -158,9 +159,15 @@ type Engine struct {
 
 	eventMu sync.Mutex
 
-	planOnce  sync.Once
-	planBytes []byte
-	planErr   error
+	planOnce   sync.Once
+	planBytes  []byte
+	planErr    error
+	planDigest string // seal.Digest of planBytes, recorded in started lines
+
+	// key signs the journals; read (or made) once, not per run.
+	keyOnce sync.Once
+	key     seal.Key
+	keyErr  error
 
 	// closing tracks journals closing in the background; Close waits.
 	closing   sync.WaitGroup
@@ -232,8 +239,35 @@ func DefaultStateDir(p *plan.Plan, baseDir string) string {
 // planJSON is the plan's canonical JSON, encoded once: every run saves it
 // beside its journal.
 func (e *Engine) planJSON() ([]byte, error) {
-	e.planOnce.Do(func() { e.planBytes, e.planErr = plan.Encode(e.plan) })
+	e.planOnce.Do(func() {
+		e.planBytes, e.planErr = plan.Encode(e.plan)
+		if e.planErr == nil {
+			e.planDigest = seal.Digest(e.planBytes)
+		}
+	})
 	return e.planBytes, e.planErr
+}
+
+// stateKey is the state directory's key, which signs every journal the
+// engine writes.
+func (e *Engine) stateKey() (seal.Key, error) {
+	e.keyOnce.Do(func() { e.key, e.keyErr = seal.Open(e.opts.StateDir) })
+	return e.key, e.keyErr
+}
+
+// planDigestOf is seal.Digest of planJSON, which started lines record; ""
+// when the plan cannot be encoded (and no run can start).
+func (e *Engine) planDigestOf() string {
+	e.planJSON()
+	return e.planDigest
+}
+
+// usePlanJSON makes b, the saved plan the engine's plan was decoded from,
+// the bytes runs save and whose digest they record: a resumed run records
+// the digest of exactly the file it checked, whatever a re-encoding would
+// give. It must be called before the first run.
+func (e *Engine) usePlanJSON(b []byte) {
+	e.planOnce.Do(func() { e.planBytes, e.planDigest = b, seal.Digest(b) })
 }
 
 // Plan returns the plan the engine runs.

@@ -100,9 +100,10 @@ func mustRun(t testing.TB, e *Engine, agent, input string, ro RunOptions) *Resul
 	return res
 }
 
+// journalOf reads a run's journal, verifying every line's MAC.
 func journalOf(t testing.TB, e *Engine, runID string) []journal.Event {
 	t.Helper()
-	evs, err := journal.ReadFile(journal.Path(e.StateDir(), runID))
+	evs, err := journal.ReadRun(e.StateDir(), runID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/journal"
@@ -27,16 +26,48 @@ var ErrNotResumable = errors.New("run cannot be resumed")
 // iteration cut short is done again: its model call is repeated, and tool
 // calls that were dispatched but whose results were not all journalled run
 // again, so a tool that is not idempotent may see a call twice.
+//
+// The run's lock is taken first (a run another process holds is refused,
+// wrapping journal.ErrLocked), then every line of the journal is verified
+// and the plan compared with the digest the run started with; any failure
+// is ErrNotResumable wrapping the reason.
 func (e *Engine) Resume(ctx context.Context, runID string) (*Result, error) {
-	events, err := journal.ReadFile(journal.Path(e.opts.StateDir, runID))
+	lock, err := journal.Lock(e.opts.StateDir, runID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run %s: %w: %w", runID, ErrNotResumable, err)
 	}
-	return e.resume(ctx, runID, events)
+	res, err := e.resumeLocked(ctx, lock, func(events []journal.Event) error {
+		b, err := e.planJSON()
+		if err != nil {
+			return err
+		}
+		return journal.CheckPlan(events, b, "the engine's plan")
+	})
+	if err != nil {
+		lock.Unlock()
+	}
+	return res, err
 }
 
-// resume is Resume from the journal's events, already read.
-func (e *Engine) resume(ctx context.Context, runID string, events []journal.Event) (*Result, error) {
+// resumeLocked reads and verifies the journal of the run lock holds, has
+// checkPlan compare the plan with it, and resumes. On success the run's
+// journal holds the lock from then on and releases it when it closes.
+func (e *Engine) resumeLocked(ctx context.Context, lock *journal.RunLock, checkPlan func([]journal.Event) error) (*Result, error) {
+	runID := lock.RunID()
+	events, err := journal.ReadRun(lock.StateDir(), runID)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w: %w", runID, ErrNotResumable, err)
+	}
+	if err := checkPlan(events); err != nil {
+		return nil, fmt.Errorf("run %s: %w: %w", runID, ErrNotResumable, err)
+	}
+	return e.resume(ctx, lock, events)
+}
+
+// resume is Resume from the journal's events, already read and verified
+// under the run's lock.
+func (e *Engine) resume(ctx context.Context, lock *journal.RunLock, events []journal.Event) (*Result, error) {
+	runID := lock.RunID()
 	st, err := startOf(events)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
@@ -64,6 +95,7 @@ func (e *Engine) resume(ctx context.Context, runID string, events []journal.Even
 	if err != nil {
 		return nil, e.secrets.err(err)
 	}
+	r.lock = lock
 	r.profile = st.Profile
 	r.conv = r.initialConversation()
 	if r.mode == "simple" || r.mode == "react" || r.mode == "" {
@@ -151,42 +183,73 @@ func spentBy(events []journal.Event) budget.Usage {
 	return u
 }
 
-// ResumeRun continues run runID found in stateDir: it loads the plan saved
-// with the run, builds an engine for it (opts.BaseDir defaults to the
-// directory the run was started from) and resumes.
+// ResumeRun continues run runID found in stateDir: it takes the run's lock
+// (a run that another process is running or resuming is refused, wrapping
+// journal.ErrLocked), then does what ResumeLocked does.
 func ResumeRun(ctx context.Context, stateDir, runID string, opts Options) (*Result, error) {
-	b, err := journal.LoadPlan(stateDir, runID)
+	lock, err := journal.Lock(stateDir, runID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run %s: %w: %w", runID, ErrNotResumable, err)
 	}
-	p, err := plan.Decode(b)
+	defer lock.Unlock() // once the journal holds it, its Close releases it first
+	return ResumeLocked(ctx, lock, opts)
+}
+
+// ResumeLocked continues the run whose lock the caller holds (taken with
+// journal.Lock, so the caller can tidy up after the interrupted attempt
+// first): it verifies every line of the journal, loads the plan saved with
+// the run and checks it against the digest the run started with, builds an
+// engine for it and resumes. Everything it uses comes from the verified
+// journal, the checked plan or the caller: opts.BaseDir defaults to the
+// directory recorded in the run's started line, and opts.StateDir is the
+// lock's. A journal or plan that does not verify is ErrNotResumable
+// wrapping journal.ErrTampered, journal.ErrUnsigned or
+// journal.ErrPlanChanged. The caller releases the lock when ResumeLocked
+// returns (the run's journal releases it earlier, when it closes).
+func ResumeLocked(ctx context.Context, lock *journal.RunLock, opts Options) (*Result, error) {
+	e, events, err := engineForResume(lock, opts)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", runID, err)
+		return nil, fmt.Errorf("run %s: %w: %w", lock.RunID(), ErrNotResumable, err)
 	}
-	events, err := journal.ReadFile(journal.Path(stateDir, runID))
-	if err != nil {
-		return nil, err
-	}
-	if opts.BaseDir == "" {
-		st, err := startOf(events)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", runID, err)
-		}
-		opts.BaseDir = st.BaseDir
-	}
-	if abs, err := filepath.Abs(stateDir); err == nil {
-		stateDir = abs
-	}
-	opts.StateDir = stateDir
-	e, err := New(p, opts)
-	if err != nil {
-		return nil, err
-	}
-	res, err := e.resume(ctx, runID, events)
-	// Close waits for the journal's final fsync; its error is the caller's
+	res, err := e.resume(ctx, lock, events)
+	// Close waits for the journal's final fsync: its error is the caller's
 	// to see, as for Run.
 	if cerr := e.Close(); cerr != nil && err == nil {
 		return res, cerr
 	}
 	return res, err
+}
+
+// engineForResume reads and verifies the locked run's journal and builds
+// an engine for the plan saved with it, once checked.
+func engineForResume(lock *journal.RunLock, opts Options) (*Engine, []journal.Event, error) {
+	stateDir, runID := lock.StateDir(), lock.RunID()
+	events, err := journal.ReadRun(stateDir, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := journal.VerifiedPlan(stateDir, runID, events)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := plan.Decode(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.BaseDir == "" {
+		st, err := startOf(events)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.BaseDir = st.BaseDir
+	}
+	// Absolute, because the toolbox puts a relative state directory under
+	// the base directory, which is now the run's, not the caller's.
+	opts.StateDir = absDir(stateDir)
+	e, err := New(p, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.usePlanJSON(b)
+	return e, events, nil
 }

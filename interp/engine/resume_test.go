@@ -205,6 +205,10 @@ func TestResumeInProcess(t *testing.T) {
 	p, dir := fixture{"main.hcl": chainHCL, "script.json": strings.ReplaceAll(chainScript, `"latency":"150ms",`, "")}.compile(t)
 	e, _ := newEngine(t, p, dir, nil)
 	want := mustRun(t, e, "a", "start", RunOptions{})
+	// The journal closes in the background and holds the run until then.
+	if err := e.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	path := journal.Path(e.StateDir(), want.RunID)
 	evs := journalOf(t, e, want.RunID)
 	var cut int

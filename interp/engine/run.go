@@ -71,6 +71,9 @@ type run struct {
 	// holdAnswer keeps model text off the terminal until the gate has
 	// allowed the answer (answerIsDecided).
 	holdAnswer bool
+	// lock is the run's lock a resume took before reading the journal;
+	// the journal's writer holds it from open on.
+	lock *journal.RunLock
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -176,14 +179,22 @@ func (r *run) open(resume bool) error {
 		return err
 	}
 	sd := r.e.opts.StateDir
+	key, err := r.e.stateKey()
+	if err != nil {
+		return fmt.Errorf("starting the journal: %w", err)
+	}
+	opts := []journal.Option{journal.WithClock(r.e.opts.Now), journal.WithKey(key)}
 	if resume {
-		r.jw, err = journal.OpenAppend(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
+		if r.lock != nil {
+			opts = append(opts, journal.WithLock(r.lock))
+		}
+		r.jw, err = journal.OpenAppend(sd, r.id, mode, opts...)
 	} else {
 		b, encErr := r.e.planJSON()
 		if encErr != nil {
 			return fmt.Errorf("saving the plan: %w", encErr)
 		}
-		r.jw, err = journal.Create(sd, r.id, mode, journal.WithClock(r.e.opts.Now))
+		r.jw, err = journal.Create(sd, r.id, mode, opts...)
 		if err == nil {
 			err = r.savePlan(journal.RunDir(sd, r.id), b, mode)
 			if err != nil {
@@ -263,12 +274,14 @@ func (r *run) initialConversation() []provider.Message {
 func (r *run) recordStarted(resumeAfter int64) {
 	_ = r.record(journal.Started, startedData{
 		StartedData: journal.StartedData{
-			Agent:      r.agent.Address,
-			Mode:       r.mode,
-			Input:      r.input,
-			SourceHash: r.e.plan.SourceHash,
-			Budget:     budgetInfo(r.acct.Budget()),
-			Resume:     resumeAfter,
+			Agent:         r.agent.Address,
+			Mode:          r.mode,
+			Input:         r.input,
+			SourceHash:    r.e.plan.SourceHash,
+			Budget:        budgetInfo(r.acct.Budget()),
+			Resume:        resumeAfter,
+			JournalFormat: journal.FormatVersion,
+			PlanDigest:    r.e.planDigestOf(),
 		},
 		Profile:   r.profile,
 		Depth:     r.ro.Depth,
