@@ -109,6 +109,8 @@ type entry struct {
 	timeout   time.Duration
 	maxOutput int
 	breaker   *breaker
+	// keyed executors pass the call's idempotency key on to the tool.
+	keyed bool
 }
 
 // Toolbox holds the tools of one run. It is safe for concurrent use.
@@ -118,6 +120,7 @@ type Toolbox struct {
 	order    []string
 	sessions []*mcpSession
 	cache    *resultCache
+	launch   launcher
 
 	mu          sync.Mutex
 	llmAttempts map[string]int
@@ -239,11 +242,13 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			return nil, errors.New("command executor without a command block")
 		}
 		e.run = tb.commandRun(*t.Executor.Command)
+		e.keyed = true
 	case "http":
 		if t.Executor.HTTP == nil {
 			return nil, errors.New("http executor without an http block")
 		}
 		e.run = tb.httpRun(*t.Executor.HTTP)
+		e.keyed = true
 	case "mcp":
 		m := t.Executor.MCP
 		if m == nil {
@@ -271,6 +276,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			e.info.Effect = effectOf(mt.Annotations, sess.srv.Effect)
 		}
 		e.run = sess.callRun(m.Tool)
+		e.keyed = true
 	default:
 		return nil, fmt.Errorf("unknown executor kind %q", t.Executor.Kind)
 	}
@@ -358,11 +364,12 @@ func (tb *Toolbox) callApproved(ctx context.Context, call policy.Approved, timeo
 	if !call.Valid() {
 		return Result{}, fail(Error, "", ErrNotApproved)
 	}
-	name, args, err := toolCallOf(call.Action())
+	a := call.Action()
+	name, args, err := toolCallOf(a)
 	if err != nil {
 		return Result{}, err
 	}
-	return tb.call(ctx, name, args, timeout)
+	return tb.call(ctx, name, a.CallID, args, timeout)
 }
 
 func toolCallOf(a policy.Action) (string, json.RawMessage, error) {
@@ -376,10 +383,13 @@ func toolCallOf(a policy.Action) (string, json.RawMessage, error) {
 	return "", nil, fail(Error, a.Tool, fmt.Errorf("a %s action does not run a tool", a.Type))
 }
 
-func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (Result, error) {
+func (tb *Toolbox) call(ctx context.Context, name, callID string, args json.RawMessage, timeout time.Duration) (Result, error) {
 	e, err := tb.lookup(name)
 	if err != nil {
 		return Result{}, err
+	}
+	if e.keyed {
+		ctx = withIdempotencyKey(ctx, callID)
 	}
 	// Checked again here because a policy's modify decision may have
 	// rewritten the arguments after the engine's Validate, and Call may be
@@ -513,13 +523,16 @@ func (tb *Toolbox) Dispatch(ctx context.Context, calls []policy.Approved, maxCon
 	return out
 }
 
-// Close stops every MCP server; no process is left behind.
+// Close stops every MCP server; no process is left behind. On Linux the
+// thread that started the toolbox's processes ends too, which kills any
+// still running (their parent-death signal).
 func (tb *Toolbox) Close() error {
 	var errs []error
 	for _, s := range tb.sessions {
 		errs = append(errs, s.close())
 	}
 	tb.sessions = nil
+	tb.launch.close()
 	return errors.Join(errs...)
 }
 
