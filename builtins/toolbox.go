@@ -316,6 +316,13 @@ func (tb *Toolbox) Info(name string) (Info, bool) {
 	return e.info, true
 }
 
+// TakesIdempotencyKey reports whether the tool passes its call's
+// idempotency key on (command, http and MCP tools; see WithCallScope).
+func (tb *Toolbox) TakesIdempotencyKey(name string) bool {
+	e, ok := tb.tools[name]
+	return ok && e.keyed
+}
+
 // BreakerState reports a tool's circuit breaker state; false when the tool
 // has no breaker.
 func (tb *Toolbox) BreakerState(name string) (BreakerState, bool) {

@@ -525,8 +525,8 @@ func TestEventTypesDistinct(t *testing.T) {
 		}
 		seen[typ] = true
 	}
-	if len(seen) != 23 {
-		t.Errorf("%d event types, want 23", len(seen))
+	if len(seen) != 25 {
+		t.Errorf("%d event types, want 25", len(seen))
 	}
 	doc, err := os.ReadFile("../docs/journal.md")
 	if err != nil {
