@@ -357,7 +357,7 @@ func (rep *crashReport) check(t *testing.T, state, id, log, name string) {
 	}
 	done := map[string]int{}
 	steps := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
 		if line == "" {
 			continue
 		}
