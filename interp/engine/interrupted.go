@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/symbi-dev/symbi/budget"
@@ -139,10 +140,15 @@ func chargeInFlight(u *budget.Usage, events []journal.Event) {
 		}
 		u.ModelCalls++
 		if killed {
-			u.PromptTokens += open.EstimatedPromptTokens
-			u.CompletionTokens += open.EstimatedCompletionTokens
-			u.TotalTokens += open.EstimatedPromptTokens + open.EstimatedCompletionTokens
-			u.CostUSD += open.EstimatedCostUSD
+			// A line edited to hold negative figures must not give budget
+			// back.
+			prompt, completion := max(open.EstimatedPromptTokens, 0), max(open.EstimatedCompletionTokens, 0)
+			u.PromptTokens = addSat(u.PromptTokens, prompt)
+			u.CompletionTokens = addSat(u.CompletionTokens, completion)
+			u.TotalTokens = addSat(u.TotalTokens, addSat(prompt, completion))
+			if open.EstimatedCostUSD > 0 && !math.IsInf(open.EstimatedCostUSD, 0) {
+				u.CostUSD += open.EstimatedCostUSD
+			}
 		}
 		open = nil
 	}
@@ -161,6 +167,14 @@ func chargeInFlight(u *budget.Usage, events []journal.Event) {
 		}
 	}
 	settle(true)
+}
+
+// addSat adds two non-negative counts, saturating instead of overflowing.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // resumeCut puts the cut-short iteration's turn back in the conversation;

@@ -287,3 +287,65 @@ func TestChargeInFlight(t *testing.T) {
 		t.Errorf("charged %d calls, %d tokens, $%v; want 4 calls (1 answered, 1 failed, 2 in flight), 300 tokens, $1", got.ModelCalls, got.TotalTokens, got.CostUSD)
 	}
 }
+
+// FuzzResumeScan reads arbitrary journal lines as a resume does and holds
+// what a resume relies on: every unfinished call was dispatched, a cut
+// iteration acted and has one action per tool call, and charging the
+// calls in flight never gives budget back nor charges more calls than
+// were started.
+func FuzzResumeScan(f *testing.F) {
+	line := func(seq int, iter int, typ, data string) string {
+		return fmt.Sprintf(`{"seq":%d,"ts":"2026-12-02T13:30:00Z","run":"r","agent":"agent.a","iteration":%d,"event":%q,"data":%s}`+"\n", seq, iter, typ, data)
+	}
+	f.Add([]byte(line(1, 0, journal.Started, `{"input":"go"}`)+
+		line(2, 1, journal.ModelCallStarted, `{"model":"model.m","estimated_prompt_tokens":10,"estimated_completion_tokens":5}`)+
+		line(3, 1, journal.ReasoningComplete, `{"model":"model.m","usage":{},"usage_known":false,"duration_ms":1,"actions":[{"type":"tool_call","tool":"append","call_id":"w1"}],"message":{"role":"assistant","tool_calls":[{"id":"w1","name":"append","arguments":"{}"}]}}`)+
+		line(4, 1, journal.PolicyEvaluated, `{"decisions":[{"action":{"type":"tool_call","tool":"append","call_id":"w1"},"decision":{"decision":"allow"}}],"denied":0}`)+
+		line(5, 1, journal.ToolsDispatched, `{"calls":[{"call_id":"w1","tool":"append"}],"concurrency":0}`)), 0)
+	f.Add([]byte(line(1, 0, journal.Started, `{"input":"go"}`)+
+		line(2, 1, journal.ModelCallStarted, `{"model":"model.m","estimated_prompt_tokens":-9223372036854775808,"estimated_completion_tokens":9223372036854775807,"estimated_cost_usd":-1}`)+
+		line(3, 1, journal.ToolOutcomeUnknown, `{"call_id":"w1","tool":"append","idempotency_key":"r/1/w1","on_resume":"report","retried":false}`)), 3)
+	f.Fuzz(func(t *testing.T, data []byte, lastComplete int) {
+		r := journal.NewReader(strings.NewReader(string(data)))
+		var evs []journal.Event
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			evs = append(evs, ev)
+		}
+		in := findInterrupted("r", evs, lastComplete, true)
+		dispatched := map[string]bool{}
+		started := int64(0)
+		for _, ev := range evs {
+			switch ev.Type {
+			case journal.ToolsDispatched:
+				var d journal.ToolsDispatchedData
+				if ev.Decode(&d) == nil {
+					for _, c := range d.Calls {
+						dispatched[builtins.IdempotencyKey("r", ev.Iteration, c.CallID)] = true
+					}
+				}
+			case journal.ModelCallStarted:
+				started++
+			}
+		}
+		for key := range in.unfinished {
+			if !dispatched[key] {
+				t.Fatalf("unfinished %s was never dispatched", key)
+			}
+		}
+		if c := in.cut; c != nil && (!c.acted || len(c.actions) == 0 || len(c.actions) != len(c.message.ToolCalls) || c.iteration != lastComplete+1) {
+			t.Fatalf("cut round %+v", c)
+		}
+		before := spentBy(evs)
+		after := before
+		chargeInFlight(&after, evs)
+		if after.ModelCalls < before.ModelCalls || after.ModelCalls-before.ModelCalls > started ||
+			after.PromptTokens < before.PromptTokens || after.CompletionTokens < before.CompletionTokens ||
+			after.TotalTokens < before.TotalTokens || !(after.CostUSD >= before.CostUSD) && before.CostUSD == before.CostUSD {
+			t.Fatalf("charging calls in flight turned %+v into %+v (%d started)", before, after, started)
+		}
+	})
+}
