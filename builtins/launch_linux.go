@@ -18,9 +18,11 @@ import (
 // Linux delivers that signal when the *thread* that forked the child exits,
 // not the process (golang/go#27505), and the Go runtime may retire threads.
 // So every child is started from one goroutine that keeps its OS thread
-// locked for as long as the toolbox lives: the thread ends only when close
-// stops the goroutine (the children still running are then killed, as
-// Toolbox.Close wants) or when the process dies.
+// locked for as long as the toolbox lives, and the thread cannot end before
+// close stops that goroutine or the process dies. Toolbox.Close does not
+// rely on the thread's end to stop children (it stops its MCP servers
+// itself, and a command tool ends with its call); when the runtime does end
+// the thread then, a straggler gets its signal too.
 type launcher struct {
 	mu     sync.Mutex
 	reqs   chan func()
@@ -84,8 +86,9 @@ func serveLocked(reqs <-chan func(), stop <-chan struct{}) {
 	}
 }
 
-// close ends the launcher's thread; children it started that are still
-// running get their parent-death signal.
+// close stops the launcher's goroutine. The runtime then ends its locked
+// thread (or parks it, if it is the main thread), and children started
+// from it that still run get their parent-death signal.
 func (l *launcher) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

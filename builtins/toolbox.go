@@ -376,7 +376,10 @@ func (tb *Toolbox) callApproved(ctx context.Context, call policy.Approved, timeo
 	if err != nil {
 		return Result{}, err
 	}
-	return tb.call(ctx, name, a.CallID, args, timeout)
+	if e, ok := tb.tools[name]; ok && e.keyed {
+		ctx = withIdempotencyKey(ctx, a.CallID)
+	}
+	return tb.call(ctx, name, args, timeout)
 }
 
 func toolCallOf(a policy.Action) (string, json.RawMessage, error) {
@@ -390,13 +393,10 @@ func toolCallOf(a policy.Action) (string, json.RawMessage, error) {
 	return "", nil, fail(Error, a.Tool, fmt.Errorf("a %s action does not run a tool", a.Type))
 }
 
-func (tb *Toolbox) call(ctx context.Context, name, callID string, args json.RawMessage, timeout time.Duration) (Result, error) {
+func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (Result, error) {
 	e, err := tb.lookup(name)
 	if err != nil {
 		return Result{}, err
-	}
-	if e.keyed {
-		ctx = withIdempotencyKey(ctx, callID)
 	}
 	// Checked again here because a policy's modify decision may have
 	// rewritten the arguments after the engine's Validate, and Call may be
@@ -530,9 +530,8 @@ func (tb *Toolbox) Dispatch(ctx context.Context, calls []policy.Approved, maxCon
 	return out
 }
 
-// Close stops every MCP server; no process is left behind. On Linux the
-// thread that started the toolbox's processes ends too, which kills any
-// still running (their parent-death signal).
+// Close stops every MCP server; no process is left behind. It also stops
+// the goroutine that starts the toolbox's processes (see launcher).
 func (tb *Toolbox) Close() error {
 	var errs []error
 	for _, s := range tb.sessions {
