@@ -87,10 +87,11 @@ func (tb *Toolbox) commandDir(dir string, argv []string) string {
 }
 
 // commandRun runs a process without a shell: arguments as JSON on stdin,
-// stdout as the result. The process leads its own process group, and the
-// whole group is killed on timeout, on cancellation, when stdout passes the
-// cap, and after the process exits (children left running are not the
-// tool's result).
+// stdout as the result, the call's idempotency key in IdempotencyEnv. The
+// process leads its own process group, and the whole group is killed on
+// timeout, on cancellation, when stdout passes the cap, and after the
+// process exits (children left running are not the tool's result); on
+// Linux the process is also killed when symbi dies (see launcher).
 func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
 		argv, err := tb.argv(c.Argv)
@@ -105,11 +106,14 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
+		if key := idempotencyKeyOf(ctx); key != "" {
+			env = append(env, IdempotencyEnv+"="+key)
+		}
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = dir
 		cmd.Env = env
 		cmd.Stdin = bytes.NewReader(args)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		tb.launch.prepare(cmd)
 		killGroup := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		cmd.Cancel = killGroup
 		cmd.WaitDelay = waitDelay
@@ -129,7 +133,7 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 			return "", false, fail(Error, "", err)
 		}
 		cmd.Stdout, cmd.Stderr = outW, errW
-		err = cmd.Start()
+		err = tb.launch.start(cmd)
 		outW.Close()
 		errW.Close()
 		if err != nil {

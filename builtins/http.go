@@ -69,6 +69,10 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Accept", "application/json, text/plain;q=0.9, */*;q=0.5")
+		if key := idempotencyKeyOf(ctx); key != "" {
+			// Before the block's headers: one the author wrote wins.
+			req.Header.Set(IdempotencyHeader, key)
+		}
 		for k, v := range h.Headers {
 			val, err := tb.resolve(v)
 			if err != nil {

@@ -88,12 +88,12 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = dir
 		cmd.Env = env
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		tb.launch.prepare(cmd)
 		sess.stderr = &tailWriter{max: maxStderr}
 		cmd.Stderr = sess.stderr
 		cmd.WaitDelay = waitDelay
 		sess.cmd = cmd
-		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		transport = &launchedTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, launch: &tb.launch}
 	case !s.URL.IsZero():
 		u, err := tb.resolveURL(s.URL)
 		if err != nil {
@@ -120,6 +120,24 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		sess.tools = append(sess.tools, t)
 	}
 	return sess, nil
+}
+
+// launchedTransport starts a stdio server through the toolbox's launcher,
+// so the server gets the same process group and parent-death signal as a
+// command tool. The SDK's transport starts the process in Connect, which
+// returns as soon as the process runs; the handshake follows elsewhere.
+type launchedTransport struct {
+	inner  mcp.Transport
+	launch *launcher
+}
+
+func (t *launchedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	var conn mcp.Connection
+	var err error
+	if lerr := t.launch.do(func() { conn, err = t.inner.Connect(ctx) }); lerr != nil {
+		return nil, lerr
+	}
+	return conn, err
 }
 
 func (s *mcpSession) stderrSuffix() string {
@@ -270,6 +288,7 @@ func (s *mcpSession) entries() ([]*entry, error) {
 			run:       s.callRun(t.Name),
 			timeout:   s.srv.Timeout.Std(),
 			maxOutput: DefaultMaxOutputBytes,
+			keyed:     true,
 		})
 	}
 	return out, nil
@@ -290,7 +309,11 @@ func (s *mcpSession) callRun(tool string) runFunc {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(s.life, cancel)()
-		res, err := s.session.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		params := &mcp.CallToolParams{Name: tool, Arguments: args}
+		if key := idempotencyKeyOf(ctx); key != "" {
+			params.Meta = mcp.Meta{IdempotencyMeta: key}
+		}
+		res, err := s.session.CallTool(cctx, params)
 		err = s.scrub(err)
 		if err != nil {
 			var we *jsonrpc.Error

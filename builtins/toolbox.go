@@ -138,6 +138,8 @@ type entry struct {
 	// executor must not take (a query parameter the URL fixes); Validate
 	// runs it before the gate, the executor again.
 	check func(args json.RawMessage) error
+	// keyed executors pass the call's idempotency key on to the tool.
+	keyed bool
 }
 
 // Toolbox holds the tools of one run. It is safe for concurrent use.
@@ -148,6 +150,7 @@ type Toolbox struct {
 	sessions []*mcpSession
 	cache    *resultCache
 	ws       *workspace // the file builtins' root and its protected paths
+	launch   launcher
 
 	mu          sync.Mutex
 	llmAttempts map[string]int
@@ -301,12 +304,14 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			return nil, errors.New("command executor without a command block")
 		}
 		e.run = tb.commandRun(*t.Executor.Command)
+		e.keyed = true
 	case "http":
 		if t.Executor.HTTP == nil {
 			return nil, errors.New("http executor without an http block")
 		}
 		e.run = tb.httpRun(*t.Executor.HTTP)
 		e.check = tb.httpCheck(*t.Executor.HTTP)
+		e.keyed = true
 	case "mcp":
 		m := t.Executor.MCP
 		if m == nil {
@@ -338,6 +343,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		}
 		e.info.Effect = effectOf(mt.Annotations, declared)
 		e.run = sess.callRun(m.Tool)
+		e.keyed = true
 	default:
 		return nil, fmt.Errorf("unknown executor kind %q", t.Executor.Kind)
 	}
@@ -375,6 +381,13 @@ func (tb *Toolbox) Info(name string) (Info, bool) {
 		return Info{}, false
 	}
 	return e.info, true
+}
+
+// TakesIdempotencyKey reports whether the tool passes its call's
+// idempotency key on (command, http and MCP tools; see WithCallScope).
+func (tb *Toolbox) TakesIdempotencyKey(name string) bool {
+	e, ok := tb.tools[name]
+	return ok && e.keyed
 }
 
 // BreakerState reports a tool's circuit breaker state; false when the tool
@@ -430,9 +443,13 @@ func (tb *Toolbox) callApproved(ctx context.Context, call policy.Approved, timeo
 	if !call.Valid() {
 		return Result{}, fail(Error, "", ErrNotApproved)
 	}
-	name, args, err := toolCallOf(call.Action())
+	a := call.Action()
+	name, args, err := toolCallOf(a)
 	if err != nil {
 		return Result{}, err
+	}
+	if e, ok := tb.tools[name]; ok && e.keyed {
+		ctx = withIdempotencyKey(ctx, a.CallID)
 	}
 	return tb.call(ctx, name, args, timeout)
 }
@@ -585,13 +602,15 @@ func (tb *Toolbox) Dispatch(ctx context.Context, calls []policy.Approved, maxCon
 	return out
 }
 
-// Close stops every MCP server; no process is left behind.
+// Close stops every MCP server; no process is left behind. It also stops
+// the goroutine that starts the toolbox's processes (see launcher).
 func (tb *Toolbox) Close() error {
 	var errs []error
 	for _, s := range tb.sessions {
 		errs = append(errs, s.close())
 	}
 	tb.sessions = nil
+	tb.launch.close()
 	return errors.Join(errs...)
 }
 

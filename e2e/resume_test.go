@@ -40,13 +40,13 @@ func TestKillAndResume(t *testing.T) {
 		torn   bool   // then append half a line, as a power loss could leave
 		sync   string // journal_sync
 	}{
-		{"first model call", 1, false, "background"},          // started
-		{"second model call", 6, false, "background"},         // iteration 1 observed
-		{"second tool call", 9, false, "background"},          // iteration 2 dispatched
-		{"third tool call", 14, false, "background"},          // iteration 3 dispatched
-		{"after the last tool call", 16, false, "background"}, // iteration 3 observed
-		{"torn tail", 9, true, "background"},
-		{"synced always", 9, false, "always"},
+		{"first model call", 2, false, "background"},          // model_call_started 1
+		{"second model call", 8, false, "background"},         // iteration 1 observed, model_call_started 2
+		{"second tool call", 11, false, "background"},         // iteration 2 dispatched
+		{"third tool call", 17, false, "background"},          // iteration 3 dispatched
+		{"after the last tool call", 20, false, "background"}, // iteration 3 observed, model_call_started 4
+		{"torn tail", 11, true, "background"},
+		{"synced always", 11, false, "always"},
 	}
 	for _, pt := range points {
 		t.Run(strings.ReplaceAll(pt.name, " ", "_"), func(t *testing.T) {

@@ -223,6 +223,7 @@ func (c *compiler) buildRouter(b *lang.Block) plan.Router {
 var (
 	effects   = []string{"none", "read", "write", "destructive"}
 	approvals = []string{"never", "policy", "always"}
+	onResumes = []string{"retry", "ask", "report"}
 )
 
 func (c *compiler) buildTool(b *lang.Block) plan.Tool {
@@ -244,6 +245,7 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 		Description:    c.str(b, "description", builtin.Description),
 		Idempotent:     c.boolean(b, "idempotent", builtin.Idempotent),
 		Approval:       c.enum(b, "approval", "policy", approvals...),
+		OnResume:       c.enum(b, "on_resume", "", onResumes...), // the default follows the effect (fillOnResume)
 		Timeout:        c.duration(b, "timeout", 30*sec),
 		MaxOutputBytes: c.intv(b, "max_output_bytes", 65536),
 		Tags:           c.strings(b, "tags"),

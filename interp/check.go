@@ -17,6 +17,7 @@ import (
 // across blocks. The plan is sorted, so lookups are binary searches.
 func (c *compiler) check() {
 	c.fillMCPEffects()
+	c.fillOnResume()
 	c.checkAgents()
 	c.checkCapabilities()
 	c.checkPricing()
@@ -52,6 +53,18 @@ func (c *compiler) fillMCPEffects() {
 			if s := c.p.MCPServer(t.Executor.MCP.Server); s != nil {
 				t.Effect = s.Effect
 			}
+		}
+	}
+}
+
+// fillOnResume gives a tool without on_resume the default of its effect,
+// once every effect is known: a call that may have changed the world is
+// reported, not repeated; one that only reads is retried.
+func (c *compiler) fillOnResume() {
+	for i := range c.p.Tools {
+		t := &c.p.Tools[i]
+		if t.OnResume == "" {
+			t.OnResume = plan.DefaultOnResume(t.Effect)
 		}
 	}
 }

@@ -71,6 +71,41 @@ const (
 	ApprovalRejected = "approval_rejected"
 )
 
+// Crash safety (issue 11, item 5: nothing run twice, nothing paid for and
+// forgotten). A model call is written ahead of the request, so a resume
+// charges one that was in flight when the process died; a tool call that was
+// dispatched before the crash but has no result, and that the resumed run
+// did not run again, is recorded as such.
+const (
+	ModelCallStarted   = "model_call_started"
+	ToolOutcomeUnknown = "tool_outcome_unknown"
+)
+
+// ModelCallStartedData is a model call about to be sent, with the
+// estimate its budget reservation made (the preflight prompt estimate and
+// the output allowance): what a resume charges when no reasoning_complete
+// follows.
+type ModelCallStartedData struct {
+	Model                     string  `json:"model"`
+	EstimatedPromptTokens     int64   `json:"estimated_prompt_tokens"`
+	EstimatedCompletionTokens int64   `json:"estimated_completion_tokens"`
+	EstimatedCostUSD          float64 `json:"estimated_cost_usd,omitempty"`
+}
+
+// ToolOutcomeUnknownData is a call of the interrupted attempt that was
+// dispatched but has no result, as the resumed run settled it. OnResume is
+// the tool's setting; Retried says it ran again (its tool_result follows),
+// otherwise the model was told the outcome is unknown.
+type ToolOutcomeUnknownData struct {
+	CallID         string          `json:"call_id"`
+	Tool           string          `json:"tool"`
+	Arguments      json.RawMessage `json:"arguments,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	OnResume       string          `json:"on_resume"` // retry | ask | report
+	Retried        bool            `json:"retried"`
+	Reason         string          `json:"reason,omitempty"` // why it was not run again
+}
+
 // EventTypes lists every event type in the order a run usually meets them.
 func EventTypes() []string {
 	return []string{
@@ -80,6 +115,7 @@ func EventTypes() []string {
 		DelegationFinished, PlanCreated, StepStarted, StepFinished,
 		ReflectionEvaluated, CandidateStarted, CandidateFinished, CandidateScored,
 		CandidateSelected, Terminated,
+		ModelCallStarted, ToolOutcomeUnknown, // crash safety
 	}
 }
 

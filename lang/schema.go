@@ -59,7 +59,7 @@ func TopLevel() map[string]*Schema {
 			}},
 		"router": {Labels: named, Attrs: []string{"strategy", "models", "prefer", "require", "minimum_quality"}},
 		"tool": {Labels: named,
-			Attrs: []string{"description", "parameters", "builtin", "effect", "idempotent", "approval", "timeout", "max_output_bytes", "tags", "recovery", "allow_hosts"},
+			Attrs: []string{"description", "parameters", "builtin", "effect", "idempotent", "approval", "timeout", "max_output_bytes", "tags", "recovery", "allow_hosts", "on_resume"},
 			Blocks: map[string]*Schema{
 				"command":         commandSchema(),
 				"http":            {Attrs: []string{"url", "method", "headers"}},

@@ -129,7 +129,8 @@ type Tool struct {
 	Executor       Executor        `json:"executor"`
 	Effect         string          `json:"effect"` // none | read | write | destructive
 	Idempotent     bool            `json:"idempotent"`
-	Approval       string          `json:"approval"` // never | policy | always
+	Approval       string          `json:"approval"`  // never | policy | always
+	OnResume       string          `json:"on_resume"` // retry | ask | report: a call dispatched but without a result when the run resumes
 	Timeout        Duration        `json:"timeout"`
 	MaxOutputBytes int             `json:"max_output_bytes"`
 	Tags           []string        `json:"tags,omitempty"`
@@ -265,6 +266,18 @@ func DefaultBudget() Budget {
 		Timeout:                      Duration(5 * 60 * 1e9),
 		EstimatedOutputTokensPerCall: 512,
 	}
+}
+
+// DefaultOnResume is a tool's on_resume when its block sets none (and the
+// engine's choice for a tool without a block, such as an MCP server's, or
+// a plan saved before on_resume existed): a call that may have changed
+// the world is reported, never silently repeated; one that only reads is
+// retried.
+func DefaultOnResume(effect string) string {
+	if effect == "none" || effect == "read" {
+		return "retry"
+	}
+	return "report"
 }
 
 // Recovery is a `recovery` block: strategies tried in the order written.

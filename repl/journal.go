@@ -119,6 +119,19 @@ func eventText(ev journal.Event) string {
 			}
 			return s
 		}
+	case journal.ModelCallStarted:
+		var d journal.ModelCallStartedData
+		if ev.Decode(&d) == nil {
+			return fmt.Sprintf("%s, estimated %d + %d tokens", d.Model, d.EstimatedPromptTokens, d.EstimatedCompletionTokens)
+		}
+	case journal.ToolOutcomeUnknown:
+		var d journal.ToolOutcomeUnknownData
+		if ev.Decode(&d) == nil {
+			if d.Retried {
+				return fmt.Sprintf("%s of the interrupted attempt: run again (on_resume %s)", d.Tool, d.OnResume)
+			}
+			return fmt.Sprintf("%s of the interrupted attempt: not run again, %s", d.Tool, d.Reason)
+		}
 	case journal.ReasoningComplete:
 		var d journal.ReasoningCompleteData
 		if ev.Decode(&d) == nil {

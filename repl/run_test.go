@@ -57,14 +57,16 @@ func TestJournal(t *testing.T) {
 	handle(t, s, ":run assistant please divide")
 	want := `run 20261202T120000Z-01020304  agent.assistant  completed, 2 iterations, 2 model calls, 1 tool call, 61 tokens, $0.0000
   +<dur>  #1  iter 0  started                 agent.assistant, mode react, input "What is 6 * 7?"
-  +<dur>  #2  iter 1  reasoning_complete      model.offline proposes tool_call calculator {"expression":"6*7"}
-  +<dur>  #3  iter 1  policy_evaluated        calculator: allow by policy.rules (rules): tool_call "calculator" matches allow rule "calculator"
-  +<dur>  #4  iter 1  tools_dispatched        calculator {"expression":"6*7"}
-  +<dur>  #5  iter 1  tool_result             calculator returned "42"
-  +<dur>  #6  iter 1  observations_collected  1 observation (0 denied, 0 errors)
-  +<dur>  #7  iter 2  reasoning_complete      model.offline proposes respond "6 × 7 is 42."
-  +<dur>  #8  iter 2  policy_evaluated        respond: allow by chain: no policy addresses respond; respond is allowed unless a policy denies it
-  +<dur>  #9  iter 2  terminated              completed, answer "6 × 7 is 42."
+  +<dur>  #2  iter 1  model_call_started      model.offline, estimated 115 + 512 tokens
+  +<dur>  #3  iter 1  reasoning_complete      model.offline proposes tool_call calculator {"expression":"6*7"}
+  +<dur>  #4  iter 1  policy_evaluated        calculator: allow by policy.rules (rules): tool_call "calculator" matches allow rule "calculator"
+  +<dur>  #5  iter 1  tools_dispatched        calculator {"expression":"6*7"}
+  +<dur>  #6  iter 1  tool_result             calculator returned "42"
+  +<dur>  #7  iter 1  observations_collected  1 observation (0 denied, 0 errors)
+  +<dur>  #8  iter 2  model_call_started      model.offline, estimated 132 + 512 tokens
+  +<dur>  #9  iter 2  reasoning_complete      model.offline proposes respond "6 × 7 is 42."
+  +<dur>  #10  iter 2  policy_evaluated        respond: allow by chain: no policy addresses respond; respond is allowed unless a policy denies it
+  +<dur>  #11  iter 2  terminated              completed, answer "6 × 7 is 42."
 `
 	// The durations differ in width, so the columns do too: compare the
 	// cells, not the padding.

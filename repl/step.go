@@ -209,6 +209,9 @@ func phaseText(evs []engine.Event) string {
 		indent := strings.Repeat("  ", ev.Depth)
 		label := phaseLabel(ev.Type)
 		switch ev.Type {
+		case journal.ModelCallStarted:
+			// The turn's reasoning line follows; :journal shows the write-ahead.
+			continue
 		case journal.Started:
 			fmt.Fprintf(&b, "%srun %s started: %s\n", indent, ev.RunID, describeEvent(jev))
 		case journal.PolicyEvaluated:
@@ -232,11 +235,11 @@ func phaseLabel(typ string) string {
 	switch typ {
 	case journal.ModelRouted:
 		return "route"
-	case journal.ReasoningComplete:
+	case journal.ModelCallStarted, journal.ReasoningComplete:
 		return "reason"
 	case journal.PolicyEvaluated, journal.ApprovalRequested, journal.ApprovalRejected, journal.ApprovalDecided:
 		return "gate"
-	case journal.ToolsDispatched, journal.ToolResult, journal.RecoveryTriggered, journal.DelegationStarted, journal.DelegationFinished:
+	case journal.ToolsDispatched, journal.ToolResult, journal.RecoveryTriggered, journal.DelegationStarted, journal.DelegationFinished, journal.ToolOutcomeUnknown:
 		return "act"
 	case journal.ObservationsCollected:
 		return "observe"

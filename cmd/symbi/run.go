@@ -339,7 +339,7 @@ func (p *runPrinter) endLine() {
 
 func waitsForModel(typ string) bool {
 	switch typ {
-	case "started", "observations_collected", "model_routed":
+	case "started", "observations_collected", "model_routed", "model_call_started":
 		return true
 	}
 	return false
@@ -426,6 +426,11 @@ func describeEvent(ev engine.Event) string {
 			return fmt.Sprintf("← %s failed (%s): %s", str("tool"), str("error_kind"), clip(e, 160))
 		}
 		return fmt.Sprintf("← %s: %s", str("tool"), clip(str("output"), 160))
+	case "tool_outcome_unknown":
+		if b, _ := d["retried"].(bool); b {
+			return fmt.Sprintf("↻ %s was cut short by the interruption: running it again (on_resume %s)", str("tool"), str("on_resume"))
+		}
+		return fmt.Sprintf("? %s was cut short by the interruption: outcome unknown, not run again (%s)", str("tool"), clip(str("reason"), 120))
 	case "recovery_triggered":
 		return fmt.Sprintf("↻ %s %s: %s", str("strategy"), str("tool"), clip(str("error"), 120))
 	case "candidate_finished":

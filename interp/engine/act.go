@@ -57,6 +57,12 @@ func (r *run) act(ctx context.Context, gs []gated) ([]observation, error) {
 			obs[i].content, obs[i].kind = terminateNote(a.Reason), obsResult
 		}
 	}
+	if len(calls) > 0 && r.interrupted != nil && len(r.interrupted.unfinished) > 0 {
+		var err error
+		if calls, callIdx, err = r.skipUnfinished(ctx, calls, callIdx, obs); err != nil {
+			return nil, err
+		}
+	}
 	if len(calls) > 0 {
 		// The round first: the results' usage reports tool calls, not
 		// rounds, so a round counted for calls that then do not fit shows
@@ -116,9 +122,20 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 			}
 			defer r.slowRound.Stop()
 		}
-	} else if err := r.mustRecord(journal.ToolsDispatched, dc); err != nil {
+	} else {
 		// A call that may change the world is on disk before it starts.
-		return nil, err
+		if err := r.mustRecord(journal.ToolsDispatched, dc); err != nil {
+			return nil, err
+		}
+		r.wroteAhead = true
+	}
+	// Each call carries its idempotency key (run, iteration, call id) to
+	// the tool, through its retries and fallbacks and a resume alike.
+	for _, c := range calls {
+		if r.tools.box.TakesIdempotencyKey(c.Action().Tool) {
+			ctx = builtins.WithCallScope(ctx, r.id, r.iter)
+			break
+		}
 	}
 	outs := r.tools.box.Dispatch(ctx, calls, r.agent.Loop.MaxConcurrentTools, r.agent.Loop.ToolTimeout.Std())
 	obs := make([]observation, len(outs))

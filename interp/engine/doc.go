@@ -44,7 +44,13 @@
 //	r.subRun(ctx, agentAddr, input string, ro RunOptions) (*Result, error)   a nested run (evaluator, judge), sharing the budget
 //	r.record(eventType string, data any) error             append one journal event, after any held ones (nothing when persistence is off)
 //	r.hold(eventType string, data any) error               journal an event of pure decision; written with the next record or flushJournal
-//	r.flushJournal() error                                 write the held events: before any effect on the world (reason does it before each model call)
+//	r.flushJournal() error                                 write the held events: before any effect on the world (reason's model_call_started does it before each model call)
+//
+// A resume (resume.go, interrupted.go) rebuilds the conversation, charges
+// the model calls that were in flight (chargeInFlight), completes the
+// iteration the killed attempt was cut short in (completeCut) and settles
+// each call it had dispatched without a result by its tool's on_resume
+// (settleUnfinished), so a tool that writes never runs twice unasked.
 //
 // This package must not be imported by anything but repl and cmd/symbi.
 package engine

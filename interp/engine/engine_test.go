@@ -134,7 +134,7 @@ func TestQuickstart(t *testing.T) {
 	if res.Iterations != 2 || res.Usage.ModelCalls != 2 || res.Usage.ToolCalls != 1 {
 		t.Errorf("iterations %d, usage %+v", res.Iterations, res.Usage)
 	}
-	want := []string{"started", "reasoning_complete", "policy_evaluated", "tools_dispatched", "tool_result", "observations_collected", "reasoning_complete", "policy_evaluated", "terminated"}
+	want := []string{"started", "model_call_started", "reasoning_complete", "policy_evaluated", "tools_dispatched", "tool_result", "observations_collected", "model_call_started", "reasoning_complete", "policy_evaluated", "terminated"}
 	got := eventTypes(journalOf(t, e, res.RunID))
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("journal:\n got %v\nwant %v", got, want)

@@ -181,7 +181,11 @@ func (r *run) actionOf(c provider.ToolCall) policy.Action {
 }
 
 // observe appends the observations to the conversation and closes the
-// iteration in the journal, with the messages a resume needs.
+// iteration in the journal, with the messages a resume needs. After a round
+// that acted on the world (a tool that writes: its call was written ahead)
+// the line is written now, so the results of such calls are on disk as soon
+// as the round ends; otherwise it is held for the next model call's
+// write-ahead, and the iteration costs one write.
 func (r *run) observe(obs []observation) error {
 	data := observationsData{Messages: make([]provider.Message, 0, len(obs))}
 	for _, o := range obs {
@@ -196,7 +200,11 @@ func (r *run) observe(obs []observation) error {
 			data.Errors++
 		}
 	}
-	return r.mustRecord(journal.ObservationsCollected, data)
+	if r.wroteAhead {
+		r.wroteAhead = false
+		return r.mustRecord(journal.ObservationsCollected, data)
+	}
+	return r.hold(journal.ObservationsCollected, data)
 }
 
 // actionsOf lists what a model turn proposes, for the journal.

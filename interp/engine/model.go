@@ -40,12 +40,11 @@ type modelCall struct {
 }
 
 // reason makes one model call: route, fit the context, reserve the budget
-// (capping max_output_tokens), stream, reconcile, journal. Every line held
-// before is written first; the turn's own line is held (see hold).
+// (capping max_output_tokens), write the call ahead, stream, reconcile,
+// journal. The model_call_started line goes out with every line held
+// before it, in one write, before the request; the turn's own line is held
+// (see hold).
 func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error) {
-	if err := r.flushJournal(); err != nil {
-		return provider.Response{}, err
-	}
 	msgs := c.msgs
 	if !c.fitted {
 		msgs = convo.Fit(msgs, r.agent.Context)
@@ -73,6 +72,10 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	}
 	res, capped, err := r.acct.ReserveModelCall(est, maxOut, spec.Pricing)
 	if err != nil {
+		return provider.Response{}, err
+	}
+	if err := r.writeAhead(spec, res.Estimate()); err != nil {
+		res.Release()
 		return provider.Response{}, err
 	}
 	temp := c.temperature
@@ -158,6 +161,24 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		return provider.Response{}, budgetErr
 	}
 	return resp, nil
+}
+
+// writeAhead journals a model call before its request, with the held
+// lines: a call in flight when the process dies was paid for, and a resume
+// charges it by this line's estimate (spentBy).
+func (r *run) writeAhead(spec *plan.Model, est budget.Usage) error {
+	// The run's own scratch value: the journal encodes it at once, and the
+	// loop pays no allocation for it.
+	r.callStarted = journal.ModelCallStartedData{
+		Model:                     spec.Address,
+		EstimatedPromptTokens:     est.PromptTokens,
+		EstimatedCompletionTokens: est.CompletionTokens,
+		EstimatedCostUSD:          est.CostUSD,
+	}
+	if err := r.hold(journal.ModelCallStarted, &r.callStarted); err != nil {
+		return err
+	}
+	return r.flushJournal()
 }
 
 // estimateMessages and estimateTools are the preflight token estimate of

@@ -22,10 +22,13 @@ var ErrNotResumable = errors.New("run cannot be resumed")
 // complete iteration: the conversation is rebuilt from the journal (the
 // assistant message of each reasoning_complete and the messages of each
 // observations_collected), the budget is charged with everything the
-// journal says was spent, and the run appends to the same journal. An
-// iteration cut short is done again: its model call is repeated, and tool
-// calls that were dispatched but whose results were not all journalled run
-// again, so a tool that is not idempotent may see a call twice.
+// journal says was spent (a model call in flight included: see
+// chargeInFlight), and the run appends to the same journal. An iteration cut
+// short after it acted is completed from the journal without asking the
+// model again (completeCut): a tool call dispatched without a result runs
+// again only when its tool's on_resume says so, and the model is told the
+// outcome is unknown otherwise. An iteration cut short before it acted is
+// done again from its model call.
 //
 // The run's lock is taken first (a run another process holds is refused,
 // wrapping journal.ErrLocked), then every line of the journal is verified
@@ -85,10 +88,9 @@ func (e *Engine) resume(ctx context.Context, lock *journal.RunLock, events []jou
 	}
 	// The budget covers the whole run, so the resumed part starts with
 	// everything the journal says was spent, including the model calls of
-	// an iteration cut short (they were paid for). A reply is written with
-	// the line after it (hold): one that arrived less than a gate's time,
-	// or 50 ms of a read-only round, before the kill was paid for and is
-	// not counted.
+	// an iteration cut short (they were paid for): a reply whose line was
+	// still held, and a call still streaming, left their model_call_started
+	// line, and are charged by its estimate.
 	spent := spentBy(events)
 	ro := RunOptions{RunID: runID, Mode: st.Mode, Depth: st.Depth, Ancestors: st.Ancestors}
 	r, err := e.newRun(ctx, st.Agent, st.Input, ro)
@@ -98,15 +100,25 @@ func (e *Engine) resume(ctx context.Context, lock *journal.RunLock, events []jou
 	r.lock = lock
 	r.profile = st.Profile
 	r.conv = r.initialConversation()
-	if r.mode == "simple" || r.mode == "react" || r.mode == "" {
+	react := r.mode == "simple" || r.mode == "react" || r.mode == ""
+	if react {
 		r.replay(events)
 	}
+	r.interrupted = findInterrupted(runID, events, r.iter, react)
+	r.delegations = r.interrupted.delegations
+	chargeInFlight(&spent, events)
 	spent.Iterations = int64(r.iter)
+	if c := r.interrupted.cut; c != nil {
+		spent.Iterations = int64(c.iteration) // counted when it began
+	}
 	r.acct = budget.New(e.plan.Budget(r.agent.Budget), budget.WithUsed(spent), budget.WithClock(e.opts.Now))
 	if err := r.open(true); err != nil {
 		return nil, err
 	}
 	r.recordStarted(events[len(events)-1].Seq)
+	if r.interrupted.cut != nil {
+		r.resumeCut()
+	}
 	return r.execute(ctx), nil
 }
 

@@ -74,6 +74,14 @@ type run struct {
 	// lock is the run's lock a resume took before reading the journal;
 	// the journal's writer holds it from open on.
 	lock *journal.RunLock
+	// wroteAhead says this iteration dispatched a call that may change the
+	// world: its observations are written at once (observe).
+	wroteAhead bool
+	// callStarted is the data of the model_call_started line being written.
+	callStarted journal.ModelCallStartedData
+	// interrupted is what a resumed run found of the attempts before it
+	// (resumeState); nil for a run that was not resumed.
+	interrupted *interrupted
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -298,6 +306,9 @@ func (r *run) execute(parent context.Context) *Result {
 	var err error
 	if r.iter == 0 {
 		err = r.prehydrate(ctx)
+	}
+	if err == nil && r.interrupted != nil && r.interrupted.cut != nil {
+		err = r.completeCut(ctx)
 	}
 	if err == nil {
 		err = r.runMode(ctx)
