@@ -67,6 +67,12 @@ func (a approverFunc) Approve(context.Context, policy.Request) (policy.ApprovalR
 // file, and returns the events kept.
 func cutJournal(t *testing.T, e *Engine, runID string, keep func(journal.Event) bool) []journal.Event {
 	t.Helper()
+	// The finished run's journal holds the run's lock until it is closed;
+	// a resume in the same process must wait for that, as a second process
+	// would be refused.
+	if err := e.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	evs := journalOf(t, e, runID)
 	n := -1
 	for i, ev := range evs {
