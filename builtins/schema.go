@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -57,6 +58,9 @@ func validateArgs(s *jsonschema.Schema, args json.RawMessage) error {
 	if _, ok := v.(map[string]any); !ok {
 		return fmt.Errorf("arguments must be a JSON object, got %s", jsonType(v))
 	}
+	if path, dup := duplicateMember(args); dup {
+		return fmt.Errorf("arguments name the member %s twice; JSON readers disagree on which one counts, so neither is taken", path)
+	}
 	if s == nil {
 		return nil
 	}
@@ -73,6 +77,55 @@ func validateArgs(s *jsonschema.Schema, args json.RawMessage) error {
 		return errors.New("arguments do not match the schema: " + strings.Join(msgs, "; "))
 	}
 	return err
+}
+
+// duplicateMember reports the first object member that args name twice,
+// as a path. Readers disagree on such JSON (Go's and most keep the last
+// value, some the first, some refuse it), so the value a policy decided on
+// could differ from the one a tool reads: such arguments are refused before
+// the gate. args must be valid JSON (its depth is then bounded by the
+// decoder's limit).
+func duplicateMember(args []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	var walk func(path string) (string, bool)
+	walk = func(path string) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				k, _ := kt.(string)
+				p := path + "." + k
+				if path == "" {
+					p = k
+				}
+				if seen[k] {
+					return strconv.Quote(p), true
+				}
+				seen[k] = true
+				if dp, dup := walk(p); dup {
+					return dp, true
+				}
+			}
+			dec.Token()
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if dp, dup := walk(fmt.Sprintf("%s[%d]", path, i)); dup {
+					return dp, true
+				}
+			}
+			dec.Token()
+		}
+		return "", false
+	}
+	return walk("")
 }
 
 func jsonType(v any) string {

@@ -174,3 +174,23 @@ func TestValidatedArgsStaysBounded(t *testing.T) {
 		t.Error("an entry from before the clear survived")
 	}
 }
+
+// A member named twice is refused before the gate: the gate's reader and
+// the tool's could take different values.
+func TestDuplicateMembersAreRefused(t *testing.T) {
+	for args, path := range map[string]string{
+		`{"cmd":"ls","cmd":"rm -rf /"}`:             `"cmd"`,
+		`{"a":{"b":1,"c":2,"b":3}}`:                 `"a.b"`,
+		`{"a":[{"x":1},{"x":1,"y":2,"x":3}]}`:       `"a[1].x"`,
+		`{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}`: "",
+	} {
+		got, dup := duplicateMember([]byte(args))
+		if got != path || dup != (path != "") {
+			t.Errorf("duplicateMember(%s) = %s, %v; want %s", args, got, dup, path)
+		}
+		err := validateArgs(nil, json.RawMessage(args))
+		if (err != nil) != (path != "") || (err != nil && !strings.Contains(err.Error(), path)) {
+			t.Errorf("validateArgs(%s) = %v", args, err)
+		}
+	}
+}
