@@ -36,8 +36,8 @@ engine and the time taken. POLICY is an address such as policy.rules.
 
 --agent names the agent the action comes from (default: the first agent that
 lists the policy); --context sets the trusted input.context object. --explain
-adds the Rego trace, the Cedar policies that determined the decision, or the
-rules. Exit code 0 when the policy lets the action through (allow, or modify),
+adds the OPA input document and Rego trace, the Cedar policies that
+determined the decision, or the rules. Exit code 0 when the policy lets the action through (allow, or modify),
 3 otherwise (deny, ask, not_applicable).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,7 +104,7 @@ rules. Exit code 0 when the policy lets the action through (allow, or modify),
 	cmd.Flags().StringVar(&actionJSON, "action", "", "the action as JSON: {\"type\":\"tool_call\",\"tool\":NAME,\"arguments\":{...}}")
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent proposing the action (default: the first agent that lists the policy)")
 	cmd.Flags().StringVar(&contextJSON, "context", "", "trusted input.context as a JSON object")
-	cmd.Flags().BoolVar(&explain, "explain", false, "show why: the Rego trace, the determining Cedar policies, or the rules")
+	cmd.Flags().BoolVar(&explain, "explain", false, "show why: the OPA input and Rego trace, the determining Cedar policies, or the rules")
 	addVarFlags(cmd)
 	return cmd
 }
