@@ -428,3 +428,37 @@ func FuzzDecodeFact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRelevance holds the score to the scale docs/knowledge.md promises:
+// in [0, confidence], 0 exactly when the fact holds no query word, and 1
+// (at confidence 1) when the fact has exactly the query's words; whatever
+// the store's counts.
+func FuzzRelevance(f *testing.F) {
+	f.Add("Tell me about the Earth", "Earth has one moon", uint8(3), uint8(1), 0.95)
+	f.Add("capital France", "Paris is the capital of France", uint8(5), uint8(2), 1.0)
+	f.Fuzz(func(t *testing.T, query, text string, n, df uint8, conf float64) {
+		stop := newStopWords(englishStopWords())
+		qw, tw := stop.words(query), stop.words(text)
+		counts := map[string]int{}
+		for w := range qw {
+			counts[w] = int(df) % (int(n) + 1) // df never above N
+		}
+		q := weigh(qw, int(n), counts)
+		got := q.relevance(tw, conf)
+		if !(got >= 0 && got <= clamp01(conf)+1e-12) {
+			t.Fatalf("relevance %v outside [0, %v]", got, clamp01(conf))
+		}
+		shared := 0
+		for w := range qw {
+			if _, ok := tw[w]; ok {
+				shared++
+			}
+		}
+		if (shared == 0) != (got == 0) && clamp01(conf) > 0 {
+			t.Fatalf("relevance %v with %d shared words", got, shared)
+		}
+		if len(qw) > 0 && cmp.Equal(qw, tw) && math.Abs(q.relevance(tw, 1)-1) > 1e-12 {
+			t.Fatalf("the query's own words score %v, want 1", q.relevance(tw, 1))
+		}
+	})
+}
