@@ -87,9 +87,6 @@ func runOPA(t *testing.T, bin, dir, command string, extra ...string) (stdout str
 	case err != nil:
 		t.Fatalf("%s: %v", command, err)
 	}
-	if code != 0 {
-		t.Logf("%s %s: exit %d\n%s%s", command, strings.Join(extra, " "), code, out.String(), errOut.String())
-	}
 	return out.String() + errOut.String(), code
 }
 
