@@ -586,7 +586,7 @@ func TestHostileCedarNumbers(t *testing.T) {
 	writeFile(t, dir, "search.cedar", searchCedar)
 	writeFile(t, dir, "ratio.json", ratioScript)
 	writeFile(t, dir, "search.json", searchScript)
-	schema, err := os.ReadFile(filepath.Join("..", "examples", "policies", "policies", "symbi.cedarschema"))
+	schema, err := os.ReadFile(filepath.Join("..", "examples", "policies", "cedar", "symbi.cedarschema"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 # Defence in depth: built-in rules, an OPA policy and a Cedar policy gate
 # every action in order, and policy_test blocks pin their decisions. The Rego
-# and Cedar files are the policy pack in examples/policies/policies/.
+# and Cedar files are the policy pack's, in examples/policies/policies/ and
+# examples/policies/cedar/.
 #
 #   symbi validate examples/security.hcl   # compiles the Rego, validates the Cedar
 #   symbi policy test examples/security.hcl
@@ -50,9 +51,9 @@ policy "gate" {
 
 policy "grants" {
   cedar {
-    policies = ["policies/policies/grants.cedar"]
-    entities = "policies/policies/entities.json"
-    schema   = "policies/policies/symbi.cedarschema"
+    policies = ["policies/cedar/grants.cedar"]
+    entities = "policies/cedar/entities.json"
+    schema   = "policies/cedar/symbi.cedarschema"
   }
 }
 

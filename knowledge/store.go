@@ -119,20 +119,44 @@ type Scored struct {
 // Recall returns the facts whose relevance to query is at least threshold and
 // above zero, best first, at most limit of them (limit <= 0: all). Ties go to
 // the newer fact, then to the fact text in byte order, so a recall is
-// repeatable.
+// repeatable. The relevance weighs each query word by how few of the store's
+// facts hold it, so Recall reads every fact (in one read transaction) before
+// scoring.
 func (s *Store) Recall(ctx context.Context, query string, limit int, threshold float64) ([]Scored, error) {
-	q := words(query)
+	stop := newStopWords(englishStopWords())
+	q := stop.words(query)
 	if len(q) == 0 {
 		return nil, nil
 	}
-	var out []Scored
+	type candidate struct {
+		fact  Fact
+		words map[string]struct{}
+	}
+	var candidates []candidate
+	n, df := 0, make(map[string]int, len(q))
 	err := s.each(ctx, func(f Fact) {
-		if score := relevance(q, words(f.Text()), f.Confidence); score > 0 && score >= threshold {
-			out = append(out, Scored{Fact: f, Score: score})
+		n++
+		t := stop.words(f.Text())
+		held := false
+		for w := range q {
+			if _, ok := t[w]; ok {
+				df[w]++
+				held = true
+			}
+		}
+		if held {
+			candidates = append(candidates, candidate{f, t})
 		}
 	})
 	if err != nil {
 		return nil, err
+	}
+	weighed := weigh(q, n, df)
+	var out []Scored
+	for _, c := range candidates {
+		if score := weighed.relevance(c.words, c.fact.Confidence); score > 0 && score >= threshold {
+			out = append(out, Scored{Fact: c.fact, Score: score})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]

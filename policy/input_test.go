@@ -87,6 +87,25 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 	if s.Validate(bad) == nil {
 		t.Error("a tool_call without a tool and usage without members should not validate")
 	}
+	// The members an action type needs are required by type, and only by
+	// type (the schema's if/then/else, which opa check -s reads too).
+	const rest = `"agent":{"name":"a","model":"m","delegation_depth":0},"run":{"id":"","iteration":0,"usage":{"model_calls":0,"tool_calls":0,"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cost_usd":0},"budget":{}},"context":{}`
+	for action, valid := range map[string]bool{
+		`{"type":"tool_call","tool":"x"}`:   true,
+		`{"type":"tool_call"}`:              false,
+		`{"type":"delegate","target":"c"}`:  true,
+		`{"type":"delegate","tool":"x"}`:    false,
+		`{"type":"respond"}`:                true,
+		`{"type":"terminate","reason":"r"}`: true,
+	} {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(`{"action":` + action + `,` + rest + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(doc); (err == nil) != valid {
+			t.Errorf("action %s: valid %v, want %v (%v)", action, err == nil, valid, err)
+		}
+	}
 }
 
 func TestParseAction(t *testing.T) {

@@ -131,11 +131,35 @@ func (o *OPA) deny(format string, args ...any) Decision {
 }
 
 // explain decides with a trace of the evaluation, for `policy eval --explain`.
+// The input document comes first, on one line of JSON, so the decision can
+// be reproduced with the OPA CLI (`opa eval -i`) over the same modules.
 func (o *OPA) explain(ctx context.Context, in Input, w io.Writer) Decision {
+	if doc, err := inputJSON(in); err == nil {
+		fmt.Fprintf(w, "input: %s\n\n", doc)
+	}
 	buf := topdown.NewBufferTracer()
 	d := o.decide(ctx, in, buf)
 	topdown.PrettyTraceWithLocation(w, *buf)
 	return d
+}
+
+// inputJSON is the input document OPA evaluates, as compact JSON.
+func inputJSON(in Input) ([]byte, error) {
+	v, err := inputValue(in)
+	if err != nil {
+		return nil, err
+	}
+	x, err := ast.JSON(v)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // regoErrors turns OPA's errors into LoadErrors with file and line, so the

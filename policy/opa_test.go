@@ -230,4 +230,14 @@ func TestOPAExplain(t *testing.T) {
 			t.Errorf("trace lacks %q:\n%s", want, trace)
 		}
 	}
+	// The first line is the input document as OPA saw it, to replay with
+	// opa eval -i.
+	first, _, _ := strings.Cut(trace, "\n")
+	doc, ok := strings.CutPrefix(first, "input: ")
+	if !ok {
+		t.Fatalf("explanation does not start with the input: %q", first)
+	}
+	if want := string(documentJSON(t, input(p, toolCall("web_search", `{}`)))); doc != want {
+		t.Errorf("input line\n %s\nwant\n %s", doc, want)
+	}
 }

@@ -18,14 +18,55 @@ import (
 )
 
 // TestResult is the outcome of one policy_test block or one Rego test_ rule.
+// A result is exactly one of passed, failed (the decision or the test rule
+// was not what was expected), errored (the test could not run to a verdict)
+// or skipped, as `opa test` counts them.
 type TestResult struct {
 	Name     string // "policy_test.no_sudo", or "policy.rego data.symbi.gate.test_x"
 	Kind     string // policy_test | rego
 	Location string // file:line
 	Passed   bool
+	Errored  bool   // the policy did not load, the test's action or reason is invalid, or the Rego test rule raised an error
 	Skipped  bool   // a Rego todo_test_ rule
-	Message  string // what was decided, or why it failed
+	Message  string // what was decided, or why it failed or errored
 	Elapsed  time.Duration
+}
+
+// TestCounts is the summary of a test run, counted as `opa test` counts:
+// every result is exactly one of passed, failed, errored or skipped.
+type TestCounts struct {
+	Passed, Failed, Errors, Skipped int
+}
+
+// CountTests sums up results.
+func CountTests(results []TestResult) TestCounts {
+	var c TestCounts
+	for _, r := range results {
+		switch {
+		case r.Skipped:
+			c.Skipped++
+		case r.Errored:
+			c.Errors++
+		case r.Passed:
+			c.Passed++
+		default:
+			c.Failed++
+		}
+	}
+	return c
+}
+
+// OK reports whether nothing failed or errored (skipped tests do not count
+// against a run, as with `opa test`).
+func (c TestCounts) OK() bool { return c.Failed == 0 && c.Errors == 0 }
+
+// String is the summary line: "3 passed, 1 failed, 1 error, 2 skipped".
+func (c TestCounts) String() string {
+	errs := "errors"
+	if c.Errors == 1 {
+		errs = "error"
+	}
+	return fmt.Sprintf("%d passed, %d failed, %d %s, %d skipped", c.Passed, c.Failed, c.Errors, errs, c.Skipped)
 }
 
 // RunTests runs every policy_test block of the plan, then the Rego test_
@@ -37,7 +78,7 @@ func RunTests(ctx context.Context, p *plan.Plan, baseDir string) []TestResult {
 	for _, pt := range p.PolicyTests {
 		g, err := loader.Gate(ctx, pt.Policy)
 		if err != nil {
-			results = append(results, TestResult{Name: pt.Address, Kind: "policy_test", Location: pt.Range.String(), Message: err.Error()})
+			results = append(results, TestResult{Name: pt.Address, Kind: "policy_test", Location: pt.Range.String(), Errored: true, Message: err.Error()})
 			continue
 		}
 		results = append(results, runPolicyTest(ctx, p, pt, g))
@@ -49,7 +90,7 @@ func RunTests(ctx context.Context, p *plan.Plan, baseDir string) []TestResult {
 		}
 		g, err := loader.Gate(ctx, pol.Address)
 		if err != nil {
-			results = append(results, TestResult{Name: pol.Address, Kind: "rego", Location: pol.Range.String(), Message: err.Error()})
+			results = append(results, TestResult{Name: pol.Address, Kind: "rego", Location: pol.Range.String(), Errored: true, Message: err.Error()})
 			continue
 		}
 		o := g.(*OPA)
@@ -67,7 +108,7 @@ func runPolicyTest(ctx context.Context, p *plan.Plan, pt plan.PolicyTest, g Gate
 	r := TestResult{Name: pt.Address, Kind: "policy_test", Location: pt.Range.String()}
 	action, err := ParseAction(pt.Action)
 	if err != nil {
-		r.Message = err.Error()
+		r.Errored, r.Message = true, err.Error()
 		return r
 	}
 	agent := pt.Agent
@@ -88,7 +129,7 @@ func runPolicyTest(ctx context.Context, p *plan.Plan, pt plan.PolicyTest, g Gate
 	case pt.Reason != "":
 		re, err := regexp.Compile(pt.Reason)
 		if err != nil {
-			r.Message = fmt.Sprintf("reason %q is not a regular expression: %v", pt.Reason, err)
+			r.Errored, r.Message = true, fmt.Sprintf("reason %q is not a regular expression: %v", pt.Reason, err)
 		} else if !re.MatchString(d.Reason) {
 			r.Message = fmt.Sprintf("got %s, want a reason matching %q", got, pt.Reason)
 		} else {
@@ -116,7 +157,7 @@ func runRegoTests(ctx context.Context, address string, o *OPA) []TestResult {
 	for path, src := range o.sources {
 		m, err := ast.ParseModuleWithOpts(path, src, ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
 		if err != nil {
-			return []TestResult{{Name: address, Kind: "rego", Message: err.Error()}}
+			return []TestResult{{Name: address, Kind: "rego", Errored: true, Message: err.Error()}}
 		}
 		modules[path] = m
 	}
@@ -129,7 +170,7 @@ func runRegoTests(ctx context.Context, address string, o *OPA) []TestResult {
 		RaiseBuiltinErrors(true). // as the gate evaluates them
 		RunTests(ctx, nil)
 	if err != nil {
-		return []TestResult{{Name: address, Kind: "rego", Message: err.Error()}}
+		return []TestResult{{Name: address, Kind: "rego", Errored: true, Message: err.Error()}}
 	}
 	var out []TestResult
 	for res := range ch {
@@ -145,7 +186,7 @@ func runRegoTests(ctx context.Context, address string, o *OPA) []TestResult {
 		switch {
 		case res.Skip:
 		case res.Error != nil:
-			r.Message = res.Error.Error()
+			r.Errored, r.Message = true, res.Error.Error()
 		case res.Fail:
 			r.Message = "test rule is false or undefined"
 			if res.FailedAt != nil {

@@ -661,7 +661,7 @@ time      <dur>
 agent     agent.researcher
 `},
 		{`:gate grants {tool = tool.calculator, arguments = {expression = "1"}}`, `decision  allow
-reason    permitted by Cedar policy research-reads (policies/policies/grants.cedar:5)
+reason    permitted by Cedar policy research-reads (policies/cedar/grants.cedar:5)
 engine    cedar
 time      <dur>
 agent     agent.researcher

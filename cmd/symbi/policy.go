@@ -36,8 +36,8 @@ engine and the time taken. POLICY is an address such as policy.rules.
 
 --agent names the agent the action comes from (default: the first agent that
 lists the policy); --context sets the trusted input.context object. --explain
-adds the Rego trace, the Cedar policies that determined the decision, or the
-rules. Exit code 0 when the policy lets the action through (allow, or modify),
+adds the OPA input document and Rego trace, the Cedar policies that
+determined the decision, or the rules. Exit code 0 when the policy lets the action through (allow, or modify),
 3 otherwise (deny, ask, not_applicable).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,7 +104,7 @@ rules. Exit code 0 when the policy lets the action through (allow, or modify),
 	cmd.Flags().StringVar(&actionJSON, "action", "", "the action as JSON: {\"type\":\"tool_call\",\"tool\":NAME,\"arguments\":{...}}")
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent proposing the action (default: the first agent that lists the policy)")
 	cmd.Flags().StringVar(&contextJSON, "context", "", "trusted input.context as a JSON object")
-	cmd.Flags().BoolVar(&explain, "explain", false, "show why: the Rego trace, the determining Cedar policies, or the rules")
+	cmd.Flags().BoolVar(&explain, "explain", false, "show why: the OPA input and Rego trace, the determining Cedar policies, or the rules")
 	addVarFlags(cmd)
 	return cmd
 }
@@ -130,8 +130,11 @@ func newPolicyTestCmd() *cobra.Command {
 		Use:   "test [PATH]",
 		Short: "Run policy_test blocks and Rego test_ rules",
 		Long: `Run every policy_test block of the configuration, then the Rego test_ rules
-of every OPA policy's modules. Prints one PASS or FAIL line per test and a
-final "N passed, N failed"; exit code 1 when a test fails.`,
+of every OPA policy's modules. Prints one PASS, FAIL, ERROR or SKIP line per
+test and a final "N passed, N failed, N errors, N skipped", counted as opa
+test counts them: a test that could not run to a verdict (its policy does not
+load, a Rego error) is an error, a todo_test_ rule is skipped. Exit code 1 when
+a test fails or errors.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cmd, pathArg(args), true)
@@ -139,31 +142,31 @@ final "N passed, N failed"; exit code 1 when a test fails.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			passed, failed := 0, 0
-			for _, r := range policy.RunTests(cmd.Context(), cfg.Plan, cfg.BaseDir) {
+			results := policy.RunTests(cmd.Context(), cfg.Plan, cfg.BaseDir)
+			for _, r := range results {
 				status := "PASS"
 				switch {
 				case r.Skipped:
 					status = "SKIP"
-				case r.Passed:
-					passed++
-				default:
+				case r.Errored:
+					status = "ERROR"
+				case !r.Passed:
 					status = "FAIL"
-					failed++
 				}
 				fmt.Fprintf(out, "%s %s", status, r.Name)
 				if r.Location != "" {
 					fmt.Fprintf(out, " (%s)", r.Location)
 				}
 				fmt.Fprintln(out)
-				if status == "FAIL" && r.Message != "" {
+				if (status == "FAIL" || status == "ERROR") && r.Message != "" {
 					for _, line := range strings.Split(r.Message, "\n") {
 						fmt.Fprintf(out, "    %s\n", line)
 					}
 				}
 			}
-			fmt.Fprintf(out, "%d passed, %d failed\n", passed, failed)
-			if failed > 0 {
+			counts := policy.CountTests(results)
+			fmt.Fprintln(out, counts)
+			if !counts.OK() {
 				return exitWith(exitChanged, "")
 			}
 			return nil

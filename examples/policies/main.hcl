@@ -107,9 +107,9 @@ policy "gate" {
 
 policy "grants" {
   cedar {
-    policies = ["policies/grants.cedar"]
-    entities = "policies/entities.json"
-    schema   = "policies/symbi.cedarschema"
+    policies = ["cedar/grants.cedar"]
+    entities = "cedar/entities.json"
+    schema   = "cedar/symbi.cedarschema"
   }
 }
 

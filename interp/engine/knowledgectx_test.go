@@ -134,6 +134,27 @@ func TestKnowledgeInjectedAndPersisted(t *testing.T) {
 	}
 }
 
+// TestKnowledgeInjectedForANaturalQuestion: "Tell me about the Earth" is
+// about the Earth; the words it is asked in must not keep the Earth fact
+// below the threshold (issue 12).
+func TestKnowledgeInjectedForANaturalQuestion(t *testing.T) {
+	e, _, _ := knowledgeEngine(t, "simple", `{"turns": [{"content": "Earth has one moon."}]}`)
+	res := mustRun(t, e, "a", "Tell me about the Earth", RunOptions{})
+	var injected []journal.KnowledgeInjectedData
+	for _, ev := range journalOf(t, e, res.RunID) {
+		if ev.Type == journal.KnowledgeInjected {
+			var d journal.KnowledgeInjectedData
+			if err := ev.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			injected = append(injected, d)
+		}
+	}
+	if len(injected) != 1 || len(injected[0].Facts) != 1 || injected[0].Facts[0] != "Earth has one moon" {
+		t.Errorf("knowledge_injected %+v, want the Earth fact once", injected)
+	}
+}
+
 func TestKnowledgeBestOfNPersistsOnlyTheSelectedAnswer(t *testing.T) {
 	e, _, store := knowledgeEngine(t, "simple", `{"turns": [
   {"when_temperature": 0, "content": "One moon."},
