@@ -200,6 +200,13 @@ type exchange struct {
 	retryAfter time.Duration
 	body       io.Reader // the response body, bounded, for drain
 	over       error     // the bound the body passed, if it did
+	// done: the stream's "data: [DONE]" line went by. go-openai ends a
+	// stream with io.EOF at [DONE] and at a body that ends without it
+	// alike; this tells the complete stream from the cut one.
+	done bool
+	// plain is a plain answer's body as go-openai read it, for what
+	// go-openai does not decode (reasoning under its other names).
+	plain []byte
 }
 
 type exchangeKey struct{}
