@@ -168,6 +168,12 @@ type ReasoningCompleteData struct {
 	CostUSD      float64             `json:"cost_usd,omitempty"`
 	FinishReason string              `json:"finish_reason,omitempty"`
 	DurationMS   int64               `json:"duration_ms"`
+	// Reasoning is the reasoning text the model sent apart from its
+	// answer, when it sent any.
+	Reasoning string `json:"reasoning,omitempty"`
+	// FinishReasonMissing: the turn ended complete (its stream's [DONE])
+	// without a finish reason, as some servers send it.
+	FinishReasonMissing bool `json:"finish_reason_missing,omitempty"`
 }
 
 // PolicyEvaluatedData holds one gate decision per proposed action.

@@ -62,11 +62,18 @@ type Usage struct {
 
 // Response is one completed turn.
 type Response struct {
-	Content      string     `json:"content,omitempty"`
-	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
-	Usage        Usage      `json:"usage"`
-	UsageKnown   bool       `json:"usage_known"` // false when the provider reported none
-	FinishReason string     `json:"finish_reason,omitempty"`
+	Content   string     `json:"content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Reasoning is the reasoning text the provider sent with the turn (all
+	// of its ReasoningDelta events); it is not part of the answer.
+	Reasoning    string `json:"reasoning,omitempty"`
+	Usage        Usage  `json:"usage"`
+	UsageKnown   bool   `json:"usage_known"` // false when the provider reported none
+	FinishReason string `json:"finish_reason,omitempty"`
+	// FinishReasonMissing: the turn ended properly (a stream with its
+	// [DONE], a whole plain answer) but carried no finish reason, as some
+	// servers send it. The turn is complete; this only records the gap.
+	FinishReasonMissing bool `json:"finish_reason_missing,omitempty"`
 }
 
 // Event is a streamed piece of a turn, delivered as it arrives.
@@ -74,7 +81,8 @@ type Event struct {
 	// ContentDelta is text to show now. Tool calls arrive whole in the Response.
 	ContentDelta string
 	// ReasoningDelta is reasoning text the provider chose to send
-	// (reasoning_content); it is not part of the answer, and symbi never
+	// (reasoning_content, reasoning, or the text and summaries of
+	// reasoning_details); it is not part of the answer, and symbi never
 	// asks a model for hidden reasoning.
 	ReasoningDelta string
 	// ToolCallDelta is a piece of a tool call (its name or a fragment of

@@ -53,7 +53,7 @@ type stepper struct {
 // observe is the engine's OnEvent. It runs on the engine's goroutine, so
 // blocking here holds the run between two phases.
 func (st *stepper) observe(ev engine.Event) {
-	if ev.Type == engine.ContentDelta {
+	if ev.Type == engine.ContentDelta || ev.Type == engine.ReasoningDelta {
 		return // reasoning_complete carries the whole turn
 	}
 	st.pending = append(st.pending, ev)

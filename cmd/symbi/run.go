@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -283,12 +284,18 @@ type runPrinter struct {
 	spin           *spinner
 	midLine        bool   // stdout's last byte was not a newline
 	stateDir       string // named in the summary when it is not ./.symbi
+	// dim shows reasoning dimmed: stderr is a terminal and NO_COLOR unset.
+	dim bool
+	// reasoning: stderr is in the middle of a model's streamed reasoning,
+	// whose last byte was not a newline when reasoningMidLine.
+	reasoning, reasoningMidLine bool
 }
 
 func newRunPrinter(stdout, stderr io.Writer, jsonOut bool) *runPrinter {
 	p := &runPrinter{stdout: stdout, stderr: stderr, json: jsonOut}
 	if !jsonOut && isTerminal(stderr) {
 		p.spin = newSpinner(stderr)
+		p.dim = os.Getenv("NO_COLOR") == ""
 	}
 	return p
 }
@@ -312,8 +319,15 @@ func (p *runPrinter) event(ev engine.Event) {
 	if p.spin != nil {
 		p.spin.pause()
 	}
+	if ev.Type == engine.ReasoningDelta {
+		if ev.Depth == 0 {
+			p.showReasoning(ev.Delta)
+		}
+		return
+	}
 	if ev.Type == engine.ContentDelta {
 		if ev.Depth == 0 {
+			p.endReasoning()
 			io.WriteString(p.stdout, ev.Delta)
 			p.midLine = !strings.HasSuffix(ev.Delta, "\n")
 		}
@@ -328,13 +342,60 @@ func (p *runPrinter) event(ev engine.Event) {
 	}
 }
 
-// endLine finishes a streamed answer's line before stderr writes, so the
-// two streams do not interleave mid-line on a terminal.
+// endLine finishes a streamed answer's line (and streamed reasoning)
+// before stderr writes, so the two streams do not interleave mid-line on a
+// terminal.
 func (p *runPrinter) endLine() {
+	p.endReasoning()
 	if p.midLine {
 		io.WriteString(p.stdout, "\n")
 		p.midLine = false
 	}
+}
+
+// Reasoning is dimmed with SGR 2 (faint) and set back with SGR 0.
+const (
+	dimOn  = "\x1b[2m"
+	dimOff = "\x1b[0m"
+)
+
+// showReasoning writes a piece of the model's reasoning to stderr, dimmed
+// on a terminal: it is not the answer, which alone goes to stdout. The
+// model's control characters are dropped, so its text cannot drive the
+// terminal.
+func (p *runPrinter) showReasoning(text string) {
+	text = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
+			return r
+		}
+		return -1
+	}, text)
+	if text == "" {
+		return
+	}
+	if !p.reasoning {
+		p.endLine()
+		if p.dim {
+			io.WriteString(p.stderr, dimOn)
+		}
+		p.reasoning = true
+	}
+	io.WriteString(p.stderr, text)
+	p.reasoningMidLine = !strings.HasSuffix(text, "\n")
+}
+
+// endReasoning ends streamed reasoning: the dimming, and its line.
+func (p *runPrinter) endReasoning() {
+	if !p.reasoning {
+		return
+	}
+	if p.dim {
+		io.WriteString(p.stderr, dimOff)
+	}
+	if p.reasoningMidLine {
+		io.WriteString(p.stderr, "\n")
+	}
+	p.reasoning, p.reasoningMidLine = false, false
 }
 
 func waitsForModel(typ string) bool {

@@ -10,7 +10,8 @@ import (
 
 // Event is what OnEvent receives: every journal event as it is written
 // (Type is a journal event type and Data its JSON), and the streamed content
-// of model turns (Type ContentDelta, Delta the text).
+// and reasoning of model turns (Type ContentDelta or ReasoningDelta, Delta
+// the text).
 type Event struct {
 	Seq       int64           `json:"seq,omitempty"`
 	Time      time.Time       `json:"ts"`
@@ -26,6 +27,11 @@ type Event struct {
 // ContentDelta is the type of a streamed piece of a model turn. It is not
 // journalled: reasoning_complete carries the whole turn.
 const ContentDelta = "content_delta"
+
+// ReasoningDelta is the type of a streamed piece of the reasoning a model
+// sent apart from its answer (shown dimmed, never part of the answer). It
+// is not journalled: reasoning_complete carries the whole reasoning.
+const ReasoningDelta = "reasoning_delta"
 
 // startedData extends the journal's started event with what a resume needs.
 type startedData struct {

@@ -107,6 +107,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	var out stdlib.TokenCounter
 	resp, err := m.Stream(sctx, req, func(ev provider.Event) {
 		if !quiet {
+			r.emitReasoning(ev.ReasoningDelta)
 			r.emitDelta(ev.ContentDelta)
 		}
 		out.Add(ev.ContentDelta)
@@ -151,6 +152,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 			CostUSD:      cost,
 			FinishReason: resp.FinishReason,
 			DurationMS:   r.e.opts.Now().Sub(start).Milliseconds(),
+
+			Reasoning:           resp.Reasoning,
+			FinishReasonMissing: resp.FinishReasonMissing,
 		},
 		Message: provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls},
 	}

@@ -52,10 +52,12 @@ type run struct {
 	start  time.Time
 	// delegations numbers sub-runs, for their run ids.
 	delegations int
-	// deltaMu guards held: streamed text not shown yet because its end
-	// may be the start of a secret.
-	deltaMu sync.Mutex
-	held    string
+	// deltaMu guards held and heldReasoning: streamed text (of the answer,
+	// of the reasoning) not shown yet because its end may be the start of
+	// a secret.
+	deltaMu       sync.Mutex
+	held          string
+	heldReasoning string
 	// planSaved reports the plan's save, started beside the journal.
 	planSaved <-chan error
 	// slowRound writes the held lines of a read-only round that runs long
@@ -583,9 +585,25 @@ func (r *run) emitDelta(text string) {
 	}
 	r.deltaMu.Lock()
 	defer r.deltaMu.Unlock()
+	// The reasoning before the answer is shown whole before it.
+	r.showDelta(ReasoningDelta, r.heldReasoning)
+	r.heldReasoning = ""
 	show, hold := r.e.secrets.stream(r.held + text)
 	r.held = hold
-	r.showDelta(show)
+	r.showDelta(ContentDelta, show)
+}
+
+// emitReasoning is emitDelta for the reasoning text a model sends apart
+// from its answer.
+func (r *run) emitReasoning(text string) {
+	if r.ro.Quiet || r.e.opts.OnEvent == nil || text == "" {
+		return
+	}
+	r.deltaMu.Lock()
+	defer r.deltaMu.Unlock()
+	show, hold := r.e.secrets.stream(r.heldReasoning + text)
+	r.heldReasoning = hold
+	r.showDelta(ReasoningDelta, show)
 }
 
 // flushDelta shows the text held back: the stream it belonged to ended
@@ -593,16 +611,16 @@ func (r *run) emitDelta(text string) {
 func (r *run) flushDelta() {
 	r.deltaMu.Lock()
 	defer r.deltaMu.Unlock()
-	show := r.held
-	r.held = ""
-	r.showDelta(show)
+	r.showDelta(ReasoningDelta, r.heldReasoning)
+	r.showDelta(ContentDelta, r.held)
+	r.held, r.heldReasoning = "", ""
 }
 
-func (r *run) showDelta(text string) {
+func (r *run) showDelta(typ, text string) {
 	if text == "" {
 		return
 	}
-	r.e.emit(Event{Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: ContentDelta, Delta: text})
+	r.e.emit(Event{Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: typ, Delta: text})
 }
 
 func absDir(d string) string {

@@ -2,7 +2,9 @@
 // Completions wire format, plain JSON and server-sent events, scripted per
 // test, with injectable faults (429 with Retry-After, 500, connection reset,
 // stalls before the first event and mid-stream, malformed JSON, truncated
-// streams) and hostile floods (content without end, tool-call arguments of
+// streams, errors sent inside a stream as OpenAI, vLLM, LiteLLM, OpenRouter
+// and Ollama send them), the shapes real servers give a stream (no finish
+// reason before [DONE], reasoning under each of its names) and hostile floods (content without end, tool-call arguments of
 // any size, in one line if asked) generated as they are sent. Tests and
 // benchmarks point the openai provider, or a bare go-openai client, at
 // Server.URL().

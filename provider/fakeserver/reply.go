@@ -40,6 +40,14 @@ const (
 	// then closes the connection before the promised length and without
 	// [DONE]; a plain answer's body is cut in half.
 	FaultTruncated
+	// FaultErrorInStream answers 200, sends EventsBeforeFault events, then
+	// an error as an event of its own, data: {"error":{…}}, as OpenAI, vLLM
+	// and LiteLLM do once a stream has begun (or, with ErrorInChunk, inside
+	// a chunk whose finish_reason is "error", as OpenRouter does), and ends
+	// the stream without [DONE]. The error carries ErrorMessage, ErrorType
+	// and ErrorCode (null when empty), or ErrorNumericCode as a number. A
+	// plain answer is that error object as a 200 response's body.
+	FaultErrorInStream
 )
 
 func (f Fault) String() string {
@@ -62,6 +70,8 @@ func (f Fault) String() string {
 		return "malformed_json"
 	case FaultTruncated:
 		return "truncated"
+	case FaultErrorInStream:
+		return "error_in_stream"
 	}
 	return "unknown"
 }
@@ -81,11 +91,18 @@ type Reply struct {
 	Chunks    []string // content deltas; when empty, Content is sent as one delta
 	ToolCalls []ToolCall
 	Refusal   string // sent as the message's refusal
-	Reasoning string // sent as reasoning_content, before the content
+	// Reasoning is sent before the content, in ReasoningChunks when set
+	// (streamed), under the name ReasoningAs says.
+	Reasoning       string
+	ReasoningChunks []string
+	ReasoningAs     ReasoningField
 
 	// FinishReason defaults to "tool_calls" with tool calls, "content_filter"
 	// with a refusal, else "stop".
 	FinishReason string
+	// NoFinishReason leaves the finish reason null, as some servers do: the
+	// stream still ends with [DONE].
+	NoFinishReason bool
 	// Usage is reported as given; nil reports an estimate over the request
 	// and the answer, unless NoUsage.
 	Usage   *provider.Usage
@@ -108,10 +125,50 @@ type Reply struct {
 	RetryAfter        time.Duration // FaultRateLimit
 	RetryAfterHeader  string        // FaultRateLimit: the header verbatim, e.g. an HTTP date
 	Status            int           // FaultStatus
-	ErrorCode         string        // FaultStatus
-	ErrorMessage      string        // FaultStatus, FaultRateLimit, FaultServerError
+	ErrorCode         string        // FaultStatus, FaultErrorInStream
+	ErrorType         string        // FaultStatus (default by status), FaultErrorInStream
+	ErrorNumericCode  int           // FaultErrorInStream: the code as a number (vLLM, OpenRouter)
+	ErrorInChunk      bool          // FaultErrorInStream: inside a chunk, as OpenRouter sends it
+	ErrorMessage      string        // FaultStatus, FaultRateLimit, FaultServerError, FaultErrorInStream
 	StallFor          time.Duration // stalls: 0 = until the client gives up
 	EventsBeforeFault int           // mid-stream faults: events sent first (default 1)
+}
+
+// ReasoningField is the name a reply's reasoning is sent under.
+type ReasoningField int
+
+const (
+	// ReasoningContent: "reasoning_content" (DeepSeek, llama.cpp, vLLM
+	// before it renamed the field).
+	ReasoningContent ReasoningField = iota
+	// ReasoningText: "reasoning" (vLLM, Ollama).
+	ReasoningText
+	// ReasoningDetails: "reasoning" and, with the same text,
+	// "reasoning_details" entries of type reasoning.text, as OpenRouter
+	// sends both.
+	ReasoningDetails
+	// ReasoningSummary: "reasoning_details" entries of type
+	// reasoning.summary only: OpenAI's reasoning summaries as OpenRouter
+	// passes them on.
+	ReasoningSummary
+)
+
+// reasoning sets text on m under the field r names.
+func (r ReasoningField) set(m *reasoningJSON, text string) {
+	if text == "" {
+		return
+	}
+	switch r {
+	case ReasoningText:
+		m.Reasoning = text
+	case ReasoningDetails:
+		m.Reasoning = text
+		m.Details = []reasoningDetailJSON{{Type: "reasoning.text", Text: text, Format: "unknown"}}
+	case ReasoningSummary:
+		m.Details = []reasoningDetailJSON{{Type: "reasoning.summary", Summary: text, Format: "openai-responses-v1"}}
+	default:
+		m.ReasoningContent = text
+	}
 }
 
 // ErrorReply answers status with an OpenAI error body, e.g.
@@ -131,6 +188,17 @@ func (r Reply) content() string {
 	}
 	s := ""
 	for _, c := range r.Chunks {
+		s += c
+	}
+	return s
+}
+
+func (r Reply) reasoning() string {
+	if len(r.ReasoningChunks) == 0 {
+		return r.Reasoning
+	}
+	s := ""
+	for _, c := range r.ReasoningChunks {
 		s += c
 	}
 	return s
@@ -159,7 +227,7 @@ func (r Reply) usage(chat openai.ChatCompletionRequest) usageJSON {
 			prompt += int64(stdlib.EstimateTokens(c.Function.Name) + stdlib.EstimateTokens(c.Function.Arguments))
 		}
 	}
-	completion = int64(stdlib.EstimateTokens(r.content()) + stdlib.EstimateTokens(r.Refusal))
+	completion = int64(stdlib.EstimateTokens(r.content()) + stdlib.EstimateTokens(r.reasoning()) + stdlib.EstimateTokens(r.Refusal))
 	for _, c := range r.ToolCalls {
 		completion += int64(stdlib.EstimateTokens(c.Name) + stdlib.EstimateTokens(c.Arguments))
 	}
@@ -187,9 +255,23 @@ type toolCallJSON struct {
 	Function functionJSON `json:"function"`
 }
 
+type reasoningJSON struct {
+	ReasoningContent string                `json:"reasoning_content,omitempty"`
+	Reasoning        string                `json:"reasoning,omitempty"`
+	Details          []reasoningDetailJSON `json:"reasoning_details,omitempty"`
+}
+
+type reasoningDetailJSON struct {
+	Type    string `json:"type"`
+	Text    string `json:"text,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	Format  string `json:"format,omitempty"`
+	Index   int    `json:"index"`
+}
+
 type messageJSON struct {
-	Role      string         `json:"role"`
-	Reasoning string         `json:"reasoning_content,omitempty"`
+	Role string `json:"role"`
+	reasoningJSON
 	Content   *string        `json:"content"`
 	Refusal   *string        `json:"refusal"`
 	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
@@ -203,8 +285,8 @@ type choiceJSON struct {
 }
 
 type deltaJSON struct {
-	Role      string         `json:"role,omitempty"`
-	Reasoning string         `json:"reasoning_content,omitempty"`
+	Role string `json:"role,omitempty"`
+	reasoningJSON
 	Content   *string        `json:"content,omitempty"`
 	Refusal   *string        `json:"refusal,omitempty"`
 	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
@@ -215,14 +297,36 @@ type completionJSON struct {
 	Object  string       `json:"object"`
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
+	Error   *errorJSON   `json:"error,omitempty"` // OpenRouter's error inside a chunk
 	Choices []choiceJSON `json:"choices"`
 	Usage   *usageJSON   `json:"usage,omitempty"`
+}
+
+// errorJSON is an OpenAI error object. Code is a string, a number or null.
+type errorJSON struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type,omitempty"`
+	Param   *string `json:"param"`
+	Code    any     `json:"code"`
+}
+
+// streamError is the error object FaultErrorInStream sends.
+func (r Reply) streamError() *errorJSON {
+	e := &errorJSON{Message: orDefault(r.ErrorMessage, "The server had an error while processing your request"), Type: r.ErrorType}
+	switch {
+	case r.ErrorNumericCode != 0:
+		e.Code = r.ErrorNumericCode
+	case r.ErrorCode != "":
+		e.Code = r.ErrorCode
+	}
+	return e
 }
 
 const created = 1700000000
 
 func completion(r Reply, chat openai.ChatCompletionRequest) completionJSON {
-	msg := &messageJSON{Role: "assistant", Reasoning: r.Reasoning}
+	msg := &messageJSON{Role: "assistant"}
+	r.ReasoningAs.set(&msg.reasoningJSON, r.reasoning())
 	if c := r.content(); c != "" || len(r.ToolCalls) == 0 {
 		msg.Content = &c
 	}
@@ -236,6 +340,9 @@ func completion(r Reply, chat openai.ChatCompletionRequest) completionJSON {
 	out := completionJSON{
 		ID: "chatcmpl-fake", Object: "chat.completion", Created: created, Model: chat.Model,
 		Choices: []choiceJSON{{Message: msg, FinishReason: &finish}},
+	}
+	if r.NoFinishReason {
+		out.Choices[0].FinishReason = nil
 	}
 	if !r.NoUsage {
 		u := r.usage(chat)
@@ -256,8 +363,14 @@ func streamEvents(r Reply, chat openai.ChatCompletionRequest, includeUsage bool)
 	}
 	empty := ""
 	add(&deltaJSON{Role: "assistant", Content: &empty}, nil)
-	if r.Reasoning != "" {
-		add(&deltaJSON{Reasoning: r.Reasoning}, nil)
+	reasoning := r.ReasoningChunks
+	if len(reasoning) == 0 && r.Reasoning != "" {
+		reasoning = []string{r.Reasoning}
+	}
+	for _, text := range reasoning {
+		d := &deltaJSON{}
+		r.ReasoningAs.set(&d.reasoningJSON, text)
+		add(d, nil)
 	}
 	chunks := r.Chunks
 	if len(chunks) == 0 && r.Content != "" {
@@ -280,7 +393,11 @@ func streamEvents(r Reply, chat openai.ChatCompletionRequest, includeUsage bool)
 		}
 	}
 	finish := r.finishReason()
-	add(&deltaJSON{}, &finish)
+	if r.NoFinishReason {
+		add(&deltaJSON{}, nil)
+	} else {
+		add(&deltaJSON{}, &finish)
+	}
 	if includeUsage && !r.NoUsage {
 		u := r.usage(chat)
 		events = append(events, event(completionJSON{
@@ -289,6 +406,21 @@ func streamEvents(r Reply, chat openai.ChatCompletionRequest, includeUsage bool)
 		}))
 	}
 	return append(events, []byte("data: [DONE]\n\n"))
+}
+
+// errorEvent is the event FaultErrorInStream sends in place of the rest
+// of the stream.
+func errorEvent(r Reply, chat openai.ChatCompletionRequest) []byte {
+	if r.ErrorInChunk {
+		finish := "error"
+		empty := ""
+		return event(completionJSON{
+			ID: "chatcmpl-fake", Object: "chat.completion.chunk", Created: created, Model: chat.Model,
+			Error:   r.streamError(),
+			Choices: []choiceJSON{{Delta: &deltaJSON{Content: &empty}, FinishReason: &finish}},
+		})
+	}
+	return event(map[string]any{"error": r.streamError()})
 }
 
 func event(v any) []byte {

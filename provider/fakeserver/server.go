@@ -212,7 +212,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, reply Reply, ch
 		writeError(w, http.StatusInternalServerError, "server_error", orDefault(reply.ErrorMessage, "The server had an error while processing your request"))
 		return
 	case FaultStatus:
-		writeError(w, reply.Status, reply.ErrorCode, reply.ErrorMessage)
+		writeErrorOfType(w, reply.Status, reply.ErrorType, reply.ErrorCode, reply.ErrorMessage)
 		return
 	case FaultReset:
 		reset(w)
@@ -241,6 +241,11 @@ func (s *Server) respondPlain(w http.ResponseWriter, r *http.Request, reply Repl
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"chatcmpl-fake","choices":[{"index":0,"message":{"role":"assistant","content":not json}}]}`)
 		return
+	case FaultErrorInStream:
+		w.Header().Set("Content-Type", "application/json")
+		body, _ := json.Marshal(map[string]any{"error": reply.streamError()})
+		w.Write(body)
+		return
 	}
 	body, _ := json.Marshal(completion(reply, chat))
 	if reply.Fault == FaultTruncated {
@@ -257,7 +262,7 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, reply Rep
 	switch reply.Fault {
 	case FaultStallBeforeFirstEvent:
 		faultAt = 0
-	case FaultStallMidStream, FaultMalformedJSON, FaultTruncated:
+	case FaultStallMidStream, FaultMalformedJSON, FaultTruncated, FaultErrorInStream:
 		faultAt = min(max(reply.EventsBeforeFault, 1), len(events))
 	}
 
@@ -295,6 +300,10 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, reply Rep
 				io.WriteString(w, "data: {\"id\":\"chatcmpl-fake\",\"choices\":[{\"delta\":{\"content\":\"oops\"\n\n")
 				flush()
 				return
+			case FaultErrorInStream:
+				w.Write(errorEvent(reply, chat))
+				flush()
+				return
 			}
 		}
 		if reply.ChunkDelay > 0 && i > 0 && !s.wait(r, reply.ChunkDelay) {
@@ -312,17 +321,25 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, reply Rep
 
 // writeError sends an OpenAI-style error body.
 func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeErrorOfType(w, status, "", code, message)
+}
+
+// writeErrorOfType is writeError with the error's type; "" gives the type
+// OpenAI sends with the status.
+func writeErrorOfType(w http.ResponseWriter, status int, typ, code, message string) {
 	if status < 100 || status > 999 {
 		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	typ := "invalid_request_error"
-	switch {
-	case status == http.StatusTooManyRequests:
-		typ = "requests"
-	case status >= 500:
-		typ = "server_error"
+	if typ == "" {
+		typ = "invalid_request_error"
+		switch {
+		case status == http.StatusTooManyRequests:
+			typ = "requests"
+		case status >= 500:
+			typ = "server_error"
+		}
 	}
 	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": typ, "code": code}})
 	w.Write(body)

@@ -49,17 +49,19 @@ func bound(resp *http.Response, ex *exchange) {
 	case ex.stream:
 		resp.Body = newEventStream(resp.Body, lineLimit(ex.maxBytes), maxOtherBytes, ex)
 	default:
-		resp.Body = &boundedBody{body: resp.Body, left: lineLimit(ex.maxBytes), ex: ex}
+		resp.Body = &boundedBody{body: resp.Body, left: lineLimit(ex.maxBytes), ex: ex, keep: true}
 	}
 	ex.body = resp.Body
 }
 
 // boundedBody ends a body after its first left bytes: with an error
-// recorded on ex, or, when quiet, as if the body ended there.
+// recorded on ex, or, when quiet, as if the body ended there. With keep,
+// what it passes on is kept in ex.plain too (within the same bound).
 type boundedBody struct {
 	body  io.ReadCloser
 	left  int64
 	quiet bool
+	keep  bool
 	ex    *exchange
 	err   error
 }
@@ -76,6 +78,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	if int64(n) <= b.left {
 		b.left -= int64(n)
+		if b.keep {
+			b.ex.plain = append(b.ex.plain, p[:n]...)
+		}
 		return n, err
 	}
 	n = int(b.left)
@@ -113,8 +118,9 @@ type eventStream struct {
 	err       error // what Read returns from now on
 
 	state   lineState
-	head    []byte // a line's first bytes, while its kind is undecided
-	pending []byte // bytes decided on and not yet passed on
+	done    doneMatch // the data: line being passed, against [DONE]
+	head    []byte    // a line's first bytes, while its kind is undecided
+	pending []byte    // bytes decided on and not yet passed on
 	decided [headMax]byte
 	line    int64 // bytes of the current line passed on so far
 	other   int64 // bytes of lines go-openai keeps
@@ -166,9 +172,13 @@ func (s *eventStream) Read(p []byte) (int, error) {
 		}
 		if s.readErr != nil {
 			// The body ended: a line cut off in its head is passed on as
-			// it is, and go-openai sees it end there.
+			// it is, and go-openai sees it end there. A last line
+			// "data: [DONE]" without its newline still ends the stream.
 			if s.state == lineStart {
 				s.pending = s.head
+			}
+			if s.state == linePassed && s.done.complete() && s.ex != nil {
+				s.ex.done = true
 			}
 			s.err = s.readErr
 			continue
@@ -213,7 +223,13 @@ func (s *eventStream) scan(p []byte) int {
 		return 0
 	}
 	s.next += n
+	if s.state == linePassed {
+		s.done.feed(p[:n])
+	}
 	if p[n-1] == '\n' {
+		if s.state == linePassed && s.done.complete() && s.ex != nil {
+			s.ex.done = true
+		}
 		s.state = lineStart
 	}
 	return n
@@ -225,9 +241,12 @@ func (s *eventStream) decide() bool {
 	h := s.head
 	ended := h[len(h)-1] == '\n'
 	state := lineOther
+	s.done = doneMatch{progress: doneFailed}
 	switch {
 	case bytes.HasPrefix(h, dataField):
 		state = linePassed
+		// Decided on "data:" exactly: the rest of the line follows.
+		s.done = doneMatch{}
 	case h[0] == ':' || hasAnyPrefix(h, droppedFields):
 		state = lineDropped
 	case ended && blank(h):
@@ -257,6 +276,37 @@ func (s *eventStream) decide() bool {
 	}
 	return true
 }
+
+// doneMatch follows the text of a data: line after "data:" against the
+// end of a stream as go-openai reads it: white space, "[DONE]", white
+// space (ASCII white space here; go-openai also trims Unicode's, which no
+// server sends).
+type doneMatch struct {
+	progress int // bytes of "[DONE]" matched; doneFailed once it cannot match
+}
+
+const doneFailed = -1
+
+var doneMarker = []byte("[DONE]")
+
+func (d *doneMatch) feed(b []byte) {
+	for _, c := range b {
+		switch {
+		case d.progress == doneFailed:
+			return
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f':
+			if d.progress != 0 && d.progress != len(doneMarker) {
+				d.progress = doneFailed
+			}
+		case d.progress < len(doneMarker) && c == doneMarker[d.progress]:
+			d.progress++
+		default:
+			d.progress = doneFailed
+		}
+	}
+}
+
+func (d *doneMatch) complete() bool { return d.progress == len(doneMarker) }
 
 // count adds n bytes passed on to the current line, and to the kept
 // lines' total when it is one of them; it reports (and records) a bound

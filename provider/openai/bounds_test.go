@@ -281,6 +281,7 @@ func FuzzEventStream(f *testing.F) {
 		"   \n\t\r\n        \n",
 		"data: " + strings.Repeat("a", 100) + "\n",
 		"dat", "\xc2\x85\n", "ev", "event", ":",
+		"data: [DONE]", "data:[DONE] \r\n", "data: [DONE]x\n", "data:  [DO", ": data: [DONE]\n",
 	} {
 		f.Add([]byte(seed), uint8(1), uint8(3))
 	}
@@ -315,7 +316,21 @@ func FuzzEventStream(f *testing.F) {
 		if err != io.EOF || !bytes.Equal(got, want) {
 			t.Fatalf("in %q: got %q, %v; want %q", in, got, err, want)
 		}
+		if s.ex.done != referenceDone(in) {
+			t.Fatalf("in %q: done %v, want %v", in, s.ex.done, !s.ex.done)
+		}
 	})
+}
+
+// referenceDone reports whether a whole line of in is the end of a stream:
+// "data:", then "[DONE]" with only ASCII white space around it.
+func referenceDone(in []byte) bool {
+	for line := range bytes.Lines(in) {
+		if rest, ok := bytes.CutPrefix(line, dataField); ok && string(bytes.Trim(rest, " \t\r\n\f")) == "[DONE]" {
+			return true
+		}
+	}
+	return false
 }
 
 // referenceStream applies eventStream's rules to whole lines.

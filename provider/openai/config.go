@@ -164,15 +164,27 @@ func (e *connectTimeoutError) Unwrap() error { return e.err }
 
 var errConnectTimeout = errors.New("connect timeout")
 
+// connectWithin dials under the connect timeout. A dial that ran out of it
+// is a *connectTimeoutError, every time: the dialer ends a connect at the
+// deadline by a timer of its own ("i/o timeout"), which can fire before
+// the context's, so the context may not be done yet when the dial returns.
+// Once the deadline has passed its timer fires at once; waiting for it
+// makes the context's cause say whose deadline it was.
 func connectWithin(d time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dctx, cancel := context.WithTimeoutCause(ctx, d, errConnectTimeout)
 		defer cancel()
 		conn, err := dial(dctx, network, addr)
-		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(dctx), errConnectTimeout) {
+		if err == nil {
+			return conn, nil
+		}
+		if deadline, ok := dctx.Deadline(); ok && !time.Now().Before(deadline) {
+			<-dctx.Done()
+		}
+		if ctx.Err() == nil && errors.Is(context.Cause(dctx), errConnectTimeout) {
 			return nil, &connectTimeoutError{err: err}
 		}
-		return conn, err
+		return nil, err
 	}
 }
 
@@ -188,6 +200,13 @@ type exchange struct {
 	retryAfter time.Duration
 	body       io.Reader // the response body, bounded, for drain
 	over       error     // the bound the body passed, if it did
+	// done: the stream's "data: [DONE]" line went by. go-openai ends a
+	// stream with io.EOF at [DONE] and at a body that ends without it
+	// alike; this tells the complete stream from the cut one.
+	done bool
+	// plain is a plain answer's body as go-openai read it, for what
+	// go-openai does not decode (reasoning under its other names).
+	plain []byte
 }
 
 type exchangeKey struct{}

@@ -7,9 +7,12 @@
 // any content was delivered (honouring Retry-After); enforces the four stream
 // timeouts (total, connect, first event, idle); bounds every response
 // (max_response_bytes, and each line and body before go-openai reads it, since
-// go-openai holds whatever it reads); and turns every failure into a
-// *provider.Error whose kind says what went wrong. The API key never appears
-// in an error.
+// go-openai holds whatever it reads); reads what real servers add to the
+// stream (reasoning under its several names, errors after the 200, [DONE]
+// without a finish reason); and turns every failure into a
+// *provider.Error whose kind says what went wrong, an error sent inside a
+// stream the same way as the same error sent as a response. The API key
+// never appears in an error.
 //
 // It must not import the engine, policies or tools.
 package openai

@@ -60,20 +60,14 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 
 	var apiErr *goopenai.APIError
 	if errors.As(err, &apiErr) {
-		status := apiErr.HTTPStatusCode
-		code := fmt.Sprint(apiErr.Code)
-		if apiErr.Code == nil {
-			code = ""
-		}
-		if status == 0 {
-			// An error sent inside a stream has no status of its own.
-			status = statusOfErrorType(apiErr.Type, code)
-		}
-		return m.fromStatus(status, code, ex, errors.New(apiErr.Message))
+		// go-openai's APIError is an error response's body (with its
+		// status) or an error sent inside the stream (with none).
+		return m.apiFailure(apiErr.HTTPStatusCode, apiErr, inStream, ex)
 	}
 	var reqErr *goopenai.RequestError
 	if errors.As(err, &reqErr) {
-		return m.fromStatus(reqErr.HTTPStatusCode, "", ex, errors.New(snippet(reqErr.Body)))
+		// An error response whose body is not an OpenAI error object.
+		return m.apiFailure(reqErr.HTTPStatusCode, &goopenai.APIError{Message: snippet(reqErr.Body)}, "", ex)
 	}
 
 	var syntaxErr *json.SyntaxError
@@ -98,37 +92,137 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 	return failure{err: m.typed(provider.TransportFailed, "", ex.status, err)}
 }
 
-func (m *Model) fromStatus(status int, code string, ex *exchange, err error) failure {
-	switch {
-	case code == "model_not_found":
-		return failure{err: m.typed(provider.ModelUnavailable, code, status, err)}
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return failure{err: m.typed(provider.AuthenticationFailed, code, status, err)}
-	case status == http.StatusNotFound:
-		return failure{err: m.typed(provider.ModelUnavailable, code, status, err)}
-	case status == http.StatusTooManyRequests:
-		e := m.typed(provider.RateLimited, code, status, err)
-		e.RetryAfter = ex.retryAfter
-		// An exhausted quota does not come back by waiting.
-		return failure{err: e, retryable: code != "insufficient_quota"}
-	case status >= 500:
-		return failure{err: m.typed(provider.TransportFailed, code, status, err), retryable: true}
+// Where an error object came in a response that began with 200.
+const (
+	inStream = "error inside the stream"
+	inAnswer = "error inside the answer"
+)
+
+// apiFailure is the failure an error object describes, classified by
+// classifyError. status is the HTTP status of the error response it came
+// in; 0 for an error sent in a response that began with 200 (where says
+// which), reported with no status: no error status was on the wire.
+func (m *Model) apiFailure(status int, e *goopenai.APIError, where string, ex *exchange) failure {
+	c := errorCodeOf(e.Code)
+	kind, detail, retryable := classifyError(status, c, e.Type)
+	msg := e.Message
+	if status == 0 {
+		// Inside a stream the type and a numeric code are all there is
+		// to tell what went wrong: say them.
+		var said []string
+		if e.Type != "" && e.Type != detail {
+			said = append(said, "type "+e.Type)
+		}
+		if c.number != 0 {
+			said = append(said, fmt.Sprintf("code %d", c.number))
+		}
+		if len(said) > 0 {
+			where += " (" + strings.Join(said, ", ") + ")"
+		}
+		if msg == "" {
+			msg = where
+		} else {
+			msg = where + ": " + msg
+		}
 	}
-	return failure{err: m.typed(provider.InvalidRequest, code, status, err)}
+	if msg == "" {
+		msg = "no message"
+	}
+	pe := m.typed(kind, detail, status, errors.New(msg))
+	if kind == provider.RateLimited {
+		pe.RetryAfter = ex.retryAfter
+	}
+	return failure{err: pe, retryable: retryable}
 }
 
-// statusOfErrorType gives an in-stream error the status the same error has
-// when it comes as a response.
-func statusOfErrorType(typ, code string) int {
-	switch {
-	case code == "rate_limit_exceeded" || typ == "rate_limit_error" || typ == "requests" || typ == "tokens":
-		return http.StatusTooManyRequests
-	case typ == "authentication_error":
-		return http.StatusUnauthorized
-	case typ == "invalid_request_error":
-		return http.StatusBadRequest
+// errorCode is an error object's code: text ("insufficient_quota"), a
+// number (vLLM, LiteLLM and OpenRouter put the HTTP status there, as a
+// number or as text), or nothing (absent, or null as Ollama sends it).
+type errorCode struct {
+	text   string // a code that is not a number
+	number int    // a code that is an HTTP error status, 400-599
+}
+
+// errorCodeOf reads the code go-openai decoded. go-openai decodes a null
+// code as the number 0, which no server means as a code.
+func errorCodeOf(code any) errorCode {
+	switch c := code.(type) {
+	case int:
+		return errorCode{number: errorStatus(int64(c))}
+	case float64:
+		if c == float64(int64(c)) {
+			return errorCode{number: errorStatus(int64(c))}
+		}
+	case string:
+		if n, err := strconv.ParseInt(c, 10, 64); err == nil {
+			return errorCode{number: errorStatus(n)}
+		}
+		return errorCode{text: c}
 	}
-	return http.StatusInternalServerError
+	return errorCode{}
+}
+
+func errorStatus(n int64) int {
+	if n >= 400 && n <= 599 {
+		return int(n)
+	}
+	return 0
+}
+
+// classifyError says what an error object means, the same way for an
+// error response and for an error sent inside a stream: first by the names
+// that say it whatever the status (a code, or a type that OpenAI uses as a
+// code), then by the HTTP status (or, inside a stream, a numeric code),
+// then by a generic type. detail is the error's code, or the name that
+// decided. An error inside a stream that says nothing more is the server
+// failing mid-answer, as a 5xx would: transport_failed, retryable.
+func classifyError(status int, code errorCode, typ string) (kind provider.ErrorKind, detail string, retryable bool) {
+	detail = code.text
+	for _, name := range []string{code.text, typ} {
+		switch name {
+		case "insufficient_quota":
+			// An exhausted quota does not come back by waiting.
+			return provider.RateLimited, name, false
+		case "rate_limit_exceeded", "rate_limit_error", "requests", "tokens":
+			return provider.RateLimited, orName(detail, name), true
+		case "invalid_api_key", "authentication_error", "permission_error":
+			return provider.AuthenticationFailed, orName(detail, name), false
+		case "model_not_found":
+			return provider.ModelUnavailable, name, false
+		}
+	}
+	if status == 0 {
+		status = code.number
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return provider.AuthenticationFailed, detail, false
+	case status == http.StatusPaymentRequired:
+		// Credits exhausted (OpenRouter): a quota, not a wait.
+		return provider.RateLimited, detail, false
+	case status == http.StatusNotFound:
+		return provider.ModelUnavailable, detail, false
+	case status == http.StatusTooManyRequests:
+		return provider.RateLimited, detail, true
+	case status >= 500:
+		return provider.TransportFailed, detail, true
+	case status != 0:
+		return provider.InvalidRequest, detail, false
+	}
+	switch typ {
+	case "invalid_request_error", "BadRequestError":
+		return provider.InvalidRequest, detail, false
+	case "not_found_error", "NotFoundError":
+		return provider.ModelUnavailable, detail, false
+	}
+	return provider.TransportFailed, detail, true
+}
+
+func orName(detail, name string) string {
+	if detail != "" {
+		return detail
+	}
+	return name
 }
 
 var errTruncated = errors.New("the stream ended before its finish reason")

@@ -158,17 +158,17 @@ func TestStreamAssemblesToolCalls(t *testing.T) {
 
 func TestTurnBuilderInterleavedAndUnindexedCalls(t *testing.T) {
 	idx := func(i int) *int { return &i }
-	chunk := func(calls ...goopenai.ToolCall) goopenai.ChatCompletionStreamResponse {
-		return goopenai.ChatCompletionStreamResponse{Choices: []goopenai.ChatCompletionStreamChoice{{Delta: goopenai.ChatCompletionStreamChoiceDelta{ToolCalls: calls}}}}
+	piece := func(calls ...goopenai.ToolCall) chunk {
+		return chunk{Choices: []chunkChoice{{Delta: chunkDelta{ToolCalls: calls}}}}
 	}
 	fn := func(name, args string) goopenai.FunctionCall {
 		return goopenai.FunctionCall{Name: name, Arguments: args}
 	}
 
 	var b turnBuilder
-	b.add(chunk(goopenai.ToolCall{Index: idx(1), ID: "b", Function: fn("second", `{"y"`)}))
-	b.add(chunk(goopenai.ToolCall{Index: idx(0), ID: "a", Function: fn("first", `{"x"`)}))
-	b.add(chunk(goopenai.ToolCall{Index: idx(1), Function: fn("second", `:2}`)}, goopenai.ToolCall{Index: idx(0), Function: fn("", `:1}`)}))
+	b.add(piece(goopenai.ToolCall{Index: idx(1), ID: "b", Function: fn("second", `{"y"`)}))
+	b.add(piece(goopenai.ToolCall{Index: idx(0), ID: "a", Function: fn("first", `{"x"`)}))
+	b.add(piece(goopenai.ToolCall{Index: idx(1), Function: fn("second", `:2}`)}, goopenai.ToolCall{Index: idx(0), Function: fn("", `:1}`)}))
 	want := []provider.ToolCall{{ID: "a", Name: "first", Arguments: `{"x":1}`}, {ID: "b", Name: "second", Arguments: `{"y":2}`}}
 	if diff := cmp.Diff(want, b.response().ToolCalls); diff != "" {
 		t.Errorf("interleaved (-want +got):\n%s", diff)
@@ -176,9 +176,9 @@ func TestTurnBuilderInterleavedAndUnindexedCalls(t *testing.T) {
 
 	// Servers that leave out the index send each call whole, with its own id.
 	var u turnBuilder
-	u.add(chunk(goopenai.ToolCall{ID: "a", Function: fn("first", `{}`)}))
-	u.add(chunk(goopenai.ToolCall{ID: "b", Function: fn("second", `{"q":`)}))
-	u.add(chunk(goopenai.ToolCall{Function: fn("", `1}`)}))
+	u.add(piece(goopenai.ToolCall{ID: "a", Function: fn("first", `{}`)}))
+	u.add(piece(goopenai.ToolCall{ID: "b", Function: fn("second", `{"q":`)}))
+	u.add(piece(goopenai.ToolCall{Function: fn("", `1}`)}))
 	want = []provider.ToolCall{{ID: "a", Name: "first", Arguments: `{}`}, {ID: "b", Name: "second", Arguments: `{"q":1}`}}
 	if diff := cmp.Diff(want, u.response().ToolCalls); diff != "" {
 		t.Errorf("unindexed (-want +got):\n%s", diff)

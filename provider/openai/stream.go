@@ -115,6 +115,9 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		if f.err != nil {
 			return out, false, f
 		}
+		if out.Reasoning != "" {
+			onEvent(provider.Event{ReasoningDelta: out.Reasoning})
+		}
 		if out.Content != "" {
 			onEvent(provider.Event{ContentDelta: out.Content})
 		}
@@ -122,7 +125,7 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 			onEvent(provider.Event{ToolCallDelta: c.Name})
 			onEvent(provider.Event{ToolCallDelta: c.Arguments})
 		}
-		return out, out.Content != "", f
+		return out, out.Content != "" || out.Reasoning != "", f
 	}
 
 	stream, err := m.client.CreateChatCompletionStream(actx, chat)
@@ -144,12 +147,24 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		defer idleTimer.Stop()
 	}
 	for {
-		chunk, err := stream.Recv()
+		data, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) && actx.Err() == nil {
 			break
 		}
+		if err == nil && data == nil {
+			// go-openai read an event that began with {"error": and
+			// could not make an error of it.
+			err = &goopenai.APIError{Message: "an error the server sent in a form that cannot be read"}
+		}
 		if err != nil {
 			return provider.Response{}, delivered, m.classify(ctx, actx, err, ex)
+		}
+		c, err := decodeChunk(data)
+		if err != nil {
+			return provider.Response{}, delivered, m.classify(ctx, actx, err, ex)
+		}
+		if e := c.errorOf(data); e != nil {
+			return provider.Response{}, delivered, m.apiFailure(0, e, inStream, ex)
 		}
 		switch {
 		case first && timer != nil:
@@ -160,7 +175,7 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		first = false
 		// The idle timer is stopped while onEvent runs: the caller's
 		// handling of a delta is not the server being idle.
-		e := turn.add(chunk)
+		e := turn.add(c)
 		if turn.over() {
 			return provider.Response{}, delivered, failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, turn.overError())}
 		}
@@ -179,15 +194,26 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 			idleTimer.Reset(idle)
 		}
 	}
-	if !turn.finished {
-		// Clean EOF without a finish reason: the connection closed early
-		// at a chunk boundary, or without [DONE].
+	if turn.finish == finishError {
+		return provider.Response{}, delivered, m.apiFailure(0, &goopenai.APIError{Message: errFinishedWithError.Error()}, inStream, ex)
+	}
+	if !turn.finished && !ex.done {
+		// Clean EOF with neither a finish reason nor [DONE]: the
+		// connection closed early, at a chunk boundary.
 		return provider.Response{}, delivered, m.classify(ctx, actx, errTruncated, ex)
 	}
 	drain(ex.body, cancel)
-	out, f := m.finish(turn.response(), turn.refusal.String(), ex)
+	resp := turn.response()
+	// [DONE] without a finish reason, as some servers end every
+	// answer: complete, and said so.
+	resp.FinishReasonMissing = !turn.finished
+	out, f := m.finish(resp, turn.refusal.String(), ex)
 	return out, delivered, f
 }
+
+// finishError is the finish reason of a turn the server ended with an
+// error (OpenRouter, mid-answer).
+const finishError = "error"
 
 // drain reads the rest of a finished stream's body: go-openai stops at
 // "data: [DONE]", and a body closed before its end (the chunked
@@ -217,13 +243,14 @@ var errDrainTimeout = errors.New("the stream's body did not end after [DONE]")
 // their index (arguments arrive in pieces, possibly interleaved), usage from
 // the final chunk. It counts the turn's bytes as they arrive, against max.
 type turnBuilder struct {
-	content  strings.Builder
-	refusal  strings.Builder
-	calls    map[int]*callBuilder
-	last     int
-	finish   string
-	finished bool
-	usage    *goopenai.Usage
+	content   strings.Builder
+	reasoning strings.Builder
+	refusal   strings.Builder
+	calls     map[int]*callBuilder
+	last      int
+	finish    string
+	finished  bool
+	usage     *goopenai.Usage
 
 	max  int64 // max_response_bytes
 	size int64 // responseSize of what arrived so far
@@ -245,24 +272,26 @@ type callBuilder struct {
 }
 
 // add takes one chunk and returns what of it the caller sees now.
-func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) provider.Event {
+func (b *turnBuilder) add(chunk chunk) provider.Event {
 	if chunk.Usage != nil {
 		b.usage = chunk.Usage
 	}
 	var delta, reasoning, calls strings.Builder
-	for _, c := range chunk.Choices {
+	for i := range chunk.Choices {
+		c := &chunk.Choices[i]
 		if c.Index != 0 {
 			continue // only one choice is ever asked for
 		}
+		thought := reasoningOf(&c.Delta.reasoningFields)
 		delta.WriteString(c.Delta.Content)
-		reasoning.WriteString(c.Delta.ReasoningContent)
+		reasoning.WriteString(thought)
 		b.refusal.WriteString(c.Delta.Refusal)
-		b.size += int64(len(c.Delta.Content) + len(c.Delta.ReasoningContent) + len(c.Delta.Refusal))
+		b.size += int64(len(c.Delta.Content) + len(thought) + len(c.Delta.Refusal))
 		for _, tc := range c.Delta.ToolCalls {
 			b.addCall(tc, &calls)
 		}
-		if c.FinishReason != "" && c.FinishReason != goopenai.FinishReasonNull {
-			b.finish = string(c.FinishReason)
+		if c.FinishReason != "" && c.FinishReason != string(goopenai.FinishReasonNull) {
+			b.finish = c.FinishReason
 			b.finished = true
 		}
 	}
@@ -270,6 +299,7 @@ func (b *turnBuilder) add(chunk goopenai.ChatCompletionStreamResponse) provider.
 		return provider.Event{}
 	}
 	b.content.WriteString(delta.String())
+	b.reasoning.WriteString(reasoning.String())
 	return provider.Event{ContentDelta: delta.String(), ReasoningDelta: reasoning.String(), ToolCallDelta: calls.String()}
 }
 
@@ -317,7 +347,7 @@ func (b *turnBuilder) addCall(tc goopenai.ToolCall, pieces *strings.Builder) {
 }
 
 func (b *turnBuilder) response() provider.Response {
-	resp := provider.Response{Content: b.content.String(), FinishReason: b.finish}
+	resp := provider.Response{Content: b.content.String(), Reasoning: b.reasoning.String(), FinishReason: b.finish}
 	idxs := make([]int, 0, len(b.calls))
 	for i := range b.calls {
 		idxs = append(idxs, i)
@@ -339,14 +369,23 @@ func (b *turnBuilder) response() provider.Response {
 }
 
 func (m *Model) plainResponse(r goopenai.ChatCompletionResponse, ex *exchange) (provider.Response, failure) {
+	body := ex.plain
+	ex.plain = nil
 	if len(r.Choices) == 0 {
+		if e := plainError(body); e != nil {
+			return provider.Response{}, m.apiFailure(0, e, inAnswer, ex)
+		}
 		return provider.Response{}, failure{err: m.typed(provider.MalformedResponse, "", ex.status, errors.New("the response has no choices"))}
 	}
 	c := r.Choices[0]
-	resp := provider.Response{Content: c.Message.Content, FinishReason: string(c.FinishReason)}
+	resp := provider.Response{Content: c.Message.Content, Reasoning: plainReasoning(body), FinishReason: string(c.FinishReason)}
+	if resp.Reasoning == "" {
+		resp.Reasoning = c.Message.ReasoningContent
+	}
 	if resp.FinishReason == string(goopenai.FinishReasonNull) {
 		resp.FinishReason = ""
 	}
+	resp.FinishReasonMissing = resp.FinishReason == ""
 	for n, tc := range c.Message.ToolCalls {
 		id := tc.ID
 		if id == "" {
@@ -358,7 +397,7 @@ func (m *Model) plainResponse(r goopenai.ChatCompletionResponse, ex *exchange) (
 		resp.Usage = usage(u)
 		resp.UsageKnown = true
 	}
-	size := int64(len(resp.Content) + len(c.Message.ReasoningContent) + len(c.Message.Refusal))
+	size := int64(len(resp.Content) + len(resp.Reasoning) + len(c.Message.Refusal))
 	for _, tc := range resp.ToolCalls {
 		size += callOverhead + int64(len(tc.ID)+len(tc.Name)+len(tc.Arguments))
 	}
