@@ -40,6 +40,13 @@ const (
 	// then closes the connection before the promised length and without
 	// [DONE]; a plain answer's body is cut in half.
 	FaultTruncated
+	// FaultStreamError sends EventsBeforeFault events (at least 1), then an
+	// error inside the stream, with status 200 already on the wire, and
+	// ends the response: Anthropic's "event: error" with
+	// {"type":"error","error":{"type":ErrorType,…}}, or the
+	// {"error":{…}} data line some OpenAI-compatible servers send. A plain
+	// answer gets the error as a response, with the status its type has.
+	FaultStreamError
 )
 
 func (f Fault) String() string {
@@ -62,6 +69,8 @@ func (f Fault) String() string {
 		return "malformed_json"
 	case FaultTruncated:
 		return "truncated"
+	case FaultStreamError:
+		return "stream_error"
 	}
 	return "unknown"
 }
@@ -81,7 +90,12 @@ type Reply struct {
 	Chunks    []string // content deltas; when empty, Content is sent as one delta
 	ToolCalls []ToolCall
 	Refusal   string // sent as the message's refusal
-	Reasoning string // sent as reasoning_content, before the content
+	// Reasoning is sent as reasoning_content before the content, or as a
+	// signed thinking block in the Messages API.
+	Reasoning string
+	// RedactedThinking is sent as a redacted_thinking block's data in the
+	// Messages API (Chat Completions has no such thing).
+	RedactedThinking string
 
 	// FinishReason defaults to "tool_calls" with tool calls, "content_filter"
 	// with a refusal, else "stop".
@@ -104,12 +118,16 @@ type Reply struct {
 	// arrives a moment after the last event.
 	EndDelay time.Duration
 
-	Fault             Fault
-	RetryAfter        time.Duration // FaultRateLimit
-	RetryAfterHeader  string        // FaultRateLimit: the header verbatim, e.g. an HTTP date
-	Status            int           // FaultStatus
-	ErrorCode         string        // FaultStatus
-	ErrorMessage      string        // FaultStatus, FaultRateLimit, FaultServerError
+	Fault            Fault
+	RetryAfter       time.Duration // FaultRateLimit
+	RetryAfterHeader string        // FaultRateLimit: the header verbatim, e.g. an HTTP date
+	Status           int           // FaultStatus
+	ErrorCode        string        // FaultStatus, FaultStreamError
+	ErrorMessage     string        // FaultStatus, FaultRateLimit, FaultServerError, FaultStreamError
+	// ErrorType is the error's type (error.type): for the Messages API
+	// the default is an ErrorCode ending in _error, else the type Anthropic
+	// gives the status; for Chat Completions, the type its status has.
+	ErrorType         string
 	StallFor          time.Duration // stalls: 0 = until the client gives up
 	EventsBeforeFault int           // mid-stream faults: events sent first (default 1)
 }
