@@ -117,6 +117,10 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 		if timer != nil {
 			timer.Stop()
 		}
+		if msg == nil {
+			// A body of null decodes to no message.
+			return provider.Response{}, false, failure{err: m.typed(provider.MalformedResponse, "", ex.status, errors.New("the response is not a message"))}
+		}
 		turn := turnBuilder{max: ex.maxBytes}
 		turn.plain(msg)
 		if turn.over() {
