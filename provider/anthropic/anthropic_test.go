@@ -315,6 +315,22 @@ func TestToolChoiceAndThinkingBudget(t *testing.T) {
 			}
 		})
 	}
+	t.Run("tool_turn_begun_without_thinking", func(t *testing.T) {
+		// The turn in progress began without thinking (its call had
+		// no room for it): thinking cannot start in its middle.
+		s := newSetup(t, func(c *Config) { c.Thinking = ThinkingEnabled; c.ThinkingBudget = 2048 }, fakeserver.Text("ok"))
+		req := ask("x")
+		req.Tools, req.MaxOutputTokens = tools, 8000
+		req.Messages = append(req.Messages,
+			provider.Message{Role: provider.Assistant, ToolCalls: []provider.ToolCall{{ID: "t1", Name: "calc", Arguments: "{}"}}},
+			provider.Message{Role: provider.ToolRole, ToolCallID: "t1", Content: "1"})
+		if _, _, err := s.call(t, req); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.server.Requests()[0].Anthropic.Thinking; got != nil {
+			t.Errorf("thinking %+v sent in the middle of a tool-use turn begun without it", got)
+		}
+	})
 	t.Run("unknown_tool", func(t *testing.T) {
 		s := newSetup(t, nil)
 		req := ask("x")

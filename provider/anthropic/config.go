@@ -24,10 +24,10 @@ const DefaultBaseURL = "https://api.anthropic.com"
 
 // DefaultMaxTokens is the max_tokens sent when neither the request nor the
 // model sets one: the API requires the field.
-const DefaultMaxTokens = 4096
+const DefaultMaxTokens = plan.DefaultMaxTokens
 
 // MinThinkingBudget is the least budget_tokens the API accepts.
-const MinThinkingBudget = 1024
+const MinThinkingBudget = plan.MinThinkingBudgetTokens
 
 // Thinking modes.
 const (

@@ -117,11 +117,13 @@ func (m *Model) messagesRequest(req provider.Request) (sdk.MessageNewParams, err
 		return out, m.typed(provider.InvalidRequest, "tool_choice", 0, fmt.Errorf("tool_choice %q is not auto, required, none or one of the request's tools", tc))
 	}
 
-	// The API refuses thinking with a forced tool choice, and a budget
-	// that is not below max_tokens: such a call goes without thinking
-	// rather than failing.
+	// The API refuses thinking with a forced tool choice, a budget that
+	// is not below max_tokens, and a tool-use turn in progress whose
+	// assistant message started without thinking (thinking cannot be
+	// switched on in the middle of a turn): such a call goes without
+	// thinking rather than failing.
 	switch budget := min(m.cfg.ThinkingBudget, maxTokens-1); {
-	case forced:
+	case forced, conv.toolTurnWithoutThinking():
 	case m.cfg.Thinking == ThinkingAdaptive:
 		out.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
 	case m.cfg.Thinking == ThinkingEnabled && budget >= MinThinkingBudget:
@@ -189,6 +191,25 @@ func (c *conversation) assistant(blocks ...sdk.ContentBlockParamUnion) {
 		return
 	}
 	c.msgs = append(c.msgs, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
+}
+
+// toolTurnWithoutThinking reports whether the last assistant message has
+// tool uses and does not start with a thinking block: the API wants one
+// there when thinking is on.
+func (c *conversation) toolTurnWithoutThinking() bool {
+	for i := len(c.msgs) - 1; i >= 0; i-- {
+		a := c.msgs[i].OfAssistant
+		if a == nil {
+			continue
+		}
+		tools := false
+		for _, b := range a.Content {
+			tools = tools || b.OfToolUse != nil
+		}
+		first := a.Content[0]
+		return tools && first.OfThinking == nil && first.OfRedactedThinking == nil
+	}
+	return false
 }
 
 // text is s as a text block, or none when s is empty.
