@@ -240,7 +240,7 @@ func (a *Accountant) ReserveModelCall(estimatedPromptTokens int64, maxOutputToke
 		}
 		lower(left, MaxTotalTokens, float64(m), float64(withPrompt), 1)
 	}
-	if pricing != nil && (!validCost(pricing.InputUSDPerMTok) || !validCost(pricing.OutputUSDPerMTok)) {
+	if pricing != nil && !validPricing(pricing) {
 		return nil, 0, a.fail(fmt.Errorf("%w: pricing %+v is negative or not finite", ErrInvalidUsage, *pricing))
 	}
 	promptCost := Cost(pricing, prompt, 0)
@@ -341,7 +341,10 @@ func (r *Reservation) Commit(u provider.Usage, known bool) error {
 		actual.CompletionTokens = nonNegative(u.CompletionTokens, r.amount.CompletionTokens)
 		sum, _ := satAdd(actual.PromptTokens, actual.CompletionTokens)
 		actual.TotalTokens = max(u.TotalTokens, sum)
-		actual.CostUSD = Cost(r.pricing, actual.PromptTokens, actual.CompletionTokens)
+		actual.CostUSD = CallCost(r.pricing, provider.Usage{
+			PromptTokens: actual.PromptTokens, CompletionTokens: actual.CompletionTokens,
+			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
+		})
 	case r.streamed > actual.CompletionTokens:
 		actual = r.streamedUsage()
 	}
@@ -392,6 +395,15 @@ func (a *Accountant) record(actual Usage) error {
 		return a.fail(&Exceeded{Limit: MaxCostUSD, Max: m, Used: used.CostUSD})
 	}
 	return a.err
+}
+
+// validPricing reports whether every price is finite and not negative.
+func validPricing(p *plan.Pricing) bool {
+	ok := validCost(p.InputUSDPerMTok) && validCost(p.OutputUSDPerMTok)
+	for _, c := range []*float64{p.CacheReadUSDPerMTok, p.CacheWriteUSDPerMTok} {
+		ok = ok && (c == nil || validCost(*c))
+	}
+	return ok
 }
 
 func nonNegative(v, fallback int64) int64 {

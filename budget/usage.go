@@ -6,6 +6,7 @@ import (
 
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/provider"
 )
 
 // Usage is what a run has consumed. It is also the shape of a reservation
@@ -111,6 +112,30 @@ func Cost(pricing *plan.Pricing, prompt, completion int64) float64 {
 		return 0
 	}
 	return float64(prompt)*pricing.InputUSDPerMTok/1e6 + float64(completion)*pricing.OutputUSDPerMTok/1e6
+}
+
+// CallCost is the USD price of a call as the provider reported it: the
+// prompt's cache reads and writes at their own prices where the pricing
+// sets them (as input tokens where it does not), the rest of the prompt at
+// the input price, the completion at the output price. Cache counts are
+// held within the prompt, so a malformed report cannot price more tokens
+// than the prompt has.
+func CallCost(pricing *plan.Pricing, u provider.Usage) float64 {
+	if pricing == nil {
+		return 0
+	}
+	prompt := max(u.PromptTokens, 0)
+	read := min(max(u.CacheReadTokens, 0), prompt)
+	write := min(max(u.CacheWriteTokens, 0), prompt-read)
+	readPrice, writePrice := pricing.InputUSDPerMTok, pricing.InputUSDPerMTok
+	if p := pricing.CacheReadUSDPerMTok; p != nil {
+		readPrice = *p
+	}
+	if p := pricing.CacheWriteUSDPerMTok; p != nil {
+		writePrice = *p
+	}
+	return (float64(prompt-read-write)*pricing.InputUSDPerMTok + float64(read)*readPrice + float64(write)*writePrice +
+		float64(max(u.CompletionTokens, 0))*pricing.OutputUSDPerMTok) / 1e6
 }
 
 func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 0) && !math.IsNaN(c) }

@@ -3,6 +3,7 @@ package interp
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -100,8 +101,11 @@ func (c *compiler) buildBlocks() {
 }
 
 var (
-	providers    = []string{"openai", "scripted"}
-	capabilities = []string{"tools", "streaming", "json"}
+	providers = []string{"anthropic", "openai", "scripted"}
+	// anthropicOnly are the model attributes only the anthropic provider
+	// reads.
+	anthropicOnly = []string{"max_tokens", "thinking", "thinking_budget_tokens", "prompt_cache"}
+	capabilities  = []string{"tools", "streaming", "json"}
 )
 
 func (c *compiler) buildModel(b *lang.Block) plan.Model {
@@ -138,6 +142,21 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 		if a := b.Attrs["script"]; a != nil {
 			c.errorf(a.NameRange.Ptr(), "Unexpected argument", "script belongs to a scripted model; this model's provider is openai.")
 		}
+	case "anthropic":
+		c.require(b, "name")
+		if m.BaseURL.IsZero() {
+			m.BaseURL = plan.Lit("https://api.anthropic.com")
+		}
+		if m.APIKeyEnv == "" {
+			m.APIKeyEnv = "ANTHROPIC_API_KEY"
+		}
+		if m.Capabilities == nil {
+			m.Capabilities = []string{"json", "streaming", "tools"}
+		}
+		if a := b.Attrs["script"]; a != nil {
+			c.errorf(a.NameRange.Ptr(), "Unexpected argument", "script belongs to a scripted model; this model's provider is anthropic.")
+		}
+		c.buildAnthropic(b, &m)
 	case "scripted":
 		c.require(b, "script")
 		if m.Capabilities == nil {
@@ -147,12 +166,24 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 			m.Script = ref
 		}
 	}
+	if m.Provider != "anthropic" {
+		for _, name := range anthropicOnly {
+			if a := b.Attrs[name]; a != nil {
+				c.errorf(a.NameRange.Ptr(), "Unexpected argument", "%s belongs to an anthropic model; this model's provider is %s.", name, m.Provider)
+			}
+		}
+	}
 	sort.Strings(m.Capabilities)
 	if p := b.One("pricing"); p != nil {
 		c.require(p, "input_usd_per_mtok", "output_usd_per_mtok")
 		m.Pricing = &plan.Pricing{
-			InputUSDPerMTok:  c.number(p, "input_usd_per_mtok", 0),
-			OutputUSDPerMTok: c.number(p, "output_usd_per_mtok", 0),
+			InputUSDPerMTok:      c.number(p, "input_usd_per_mtok", 0),
+			OutputUSDPerMTok:     c.number(p, "output_usd_per_mtok", 0),
+			CacheReadUSDPerMTok:  c.optNumber(p, "cache_read_usd_per_mtok"),
+			CacheWriteUSDPerMTok: c.optNumber(p, "cache_write_usd_per_mtok"),
+		}
+		if m.Provider == "anthropic" {
+			anthropicCachePrices(m.Pricing, m.PromptCache)
 		}
 	}
 	t := b.One("timeouts")
@@ -170,6 +201,63 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 		Jitter:      c.fraction(r, "jitter", 0.2),
 	}
 	return m
+}
+
+// buildAnthropic reads the attributes only an anthropic model has, with
+// their defaults and ranges.
+func (c *compiler) buildAnthropic(b *lang.Block, m *plan.Model) {
+	m.MaxTokens = c.intv(b, "max_tokens", plan.DefaultMaxTokens)
+	if a := b.Attrs["max_tokens"]; a != nil && m.MaxTokens < 1 {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "max_tokens must be at least 1.")
+		m.MaxTokens = plan.DefaultMaxTokens
+	}
+	m.Thinking = c.enum(b, "thinking", "off", "off", "enabled", "adaptive")
+	m.PromptCache = c.enum(b, "prompt_cache", "none", "none", "5m", "1h")
+	budget := b.Attrs["thinking_budget_tokens"]
+	switch {
+	case m.Thinking == "enabled" && budget == nil:
+		c.errorf(b.Attrs["thinking"].Expr.Range().Ptr(), "Missing thinking budget", "thinking = \"enabled\" needs thinking_budget_tokens: how many tokens the model may think for, at least %d and less than max_tokens.", plan.MinThinkingBudgetTokens)
+	case m.Thinking != "enabled" && budget != nil:
+		c.errorf(budget.NameRange.Ptr(), "Unexpected argument", "thinking_budget_tokens applies when thinking = \"enabled\"; this model's thinking is %q.", m.Thinking)
+	case budget != nil:
+		m.ThinkingBudgetTokens = c.intv(b, "thinking_budget_tokens", 0)
+		if m.ThinkingBudgetTokens < plan.MinThinkingBudgetTokens || m.ThinkingBudgetTokens >= m.MaxTokens {
+			c.errorf(budget.Expr.Range().Ptr(), "Invalid value", "thinking_budget_tokens must be at least %d and less than max_tokens (%d), not %d.", plan.MinThinkingBudgetTokens, m.MaxTokens, m.ThinkingBudgetTokens)
+		}
+	}
+}
+
+// anthropicCachePrices fills in the prompt cache's prices an anthropic
+// model's pricing leaves out, as Anthropic prices them: a read at a tenth
+// of the input price, a write at 1.25 times it (twice it for the one-hour
+// cache).
+func anthropicCachePrices(p *plan.Pricing, ttl string) {
+	// Rounded to a billionth of a dollar, so the plan says 0.3, not
+	// 0.30000000000000004.
+	price := func(factor float64) *float64 {
+		v := math.Round(p.InputUSDPerMTok*factor*1e9) / 1e9
+		return &v
+	}
+	if p.CacheReadUSDPerMTok == nil {
+		p.CacheReadUSDPerMTok = price(0.1)
+	}
+	if p.CacheWriteUSDPerMTok == nil {
+		if ttl == "1h" {
+			p.CacheWriteUSDPerMTok = price(2)
+		} else {
+			p.CacheWriteUSDPerMTok = price(1.25)
+		}
+	}
+}
+
+// optNumber reads a finite, non-negative number that has no default: nil
+// when the attribute is absent.
+func (c *compiler) optNumber(b *lang.Block, name string) *float64 {
+	if b == nil || b.Attrs[name] == nil {
+		return nil
+	}
+	v := c.number(b, name, 0)
+	return &v
 }
 
 // enumList reads a list of strings, each one of allowed.

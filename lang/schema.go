@@ -51,9 +51,10 @@ func TopLevel() map[string]*Schema {
 		"variable": {Labels: named, Attrs: []string{"type", "default", "description", "sensitive"}},
 		"locals":   {Open: true},
 		"model": {Labels: named,
-			Attrs: []string{"provider", "name", "base_url", "api_key_env", "capabilities", "context_window", "quality", "latency", "script", "max_response_bytes"},
+			Attrs: []string{"provider", "name", "base_url", "api_key_env", "capabilities", "context_window", "quality", "latency", "script", "max_response_bytes",
+				"max_tokens", "thinking", "thinking_budget_tokens", "prompt_cache"},
 			Blocks: map[string]*Schema{
-				"pricing":  {Attrs: []string{"input_usd_per_mtok", "output_usd_per_mtok"}},
+				"pricing":  {Attrs: []string{"input_usd_per_mtok", "output_usd_per_mtok", "cache_read_usd_per_mtok", "cache_write_usd_per_mtok"}},
 				"timeouts": timeoutsSchema(),
 				"retry":    {Attrs: []string{"max_attempts", "backoff", "max_backoff", "jitter"}},
 			}},

@@ -58,7 +58,7 @@ type Variable struct {
 // Model is a `model` block.
 type Model struct {
 	Address       string         `json:"address"`  // "model.fast"
-	Provider      string         `json:"provider"` // openai | scripted
+	Provider      string         `json:"provider"` // openai | anthropic | scripted
 	Name          string         `json:"name,omitempty"`
 	BaseURL       String         `json:"base_url,omitempty"`
 	APIKeyEnv     string         `json:"api_key_env,omitempty"` // the variable's name, never its value
@@ -72,9 +72,17 @@ type Model struct {
 	// MaxResponseBytes bounds one response: its content, reasoning and
 	// tool calls together. Zero (a plan made before it existed) means
 	// DefaultMaxResponseBytes.
-	MaxResponseBytes int64    `json:"max_response_bytes"`
-	Script           *FileRef `json:"script,omitempty"` // scripted provider only
-	Range            Range    `json:"range"`
+	MaxResponseBytes int64 `json:"max_response_bytes"`
+	// Anthropic only: the max_tokens sent when a request sets no output
+	// limit (the API requires one), extended thinking (off, enabled with
+	// ThinkingBudgetTokens, adaptive) and the prompt cache's breakpoint
+	// (none, 5m, 1h).
+	MaxTokens            int      `json:"max_tokens,omitempty"`
+	Thinking             string   `json:"thinking,omitempty"`
+	ThinkingBudgetTokens int      `json:"thinking_budget_tokens,omitempty"`
+	PromptCache          string   `json:"prompt_cache,omitempty"`
+	Script               *FileRef `json:"script,omitempty"` // scripted provider only
+	Range                Range    `json:"range"`
 }
 
 // The bounds of a model's max_response_bytes, and its default. A response
@@ -87,10 +95,22 @@ const (
 	MaxMaxResponseBytes     = 16 << 20
 )
 
-// Pricing is USD per million tokens.
+// Anthropic models: the max_tokens a request carries when it names no
+// output limit (the API requires one), and the least thinking budget the
+// API accepts.
+const (
+	DefaultMaxTokens        = 4096
+	MinThinkingBudgetTokens = 1024
+)
+
+// Pricing is USD per million tokens. Prompt tokens read from or written to
+// the provider's prompt cache are priced apart when their price is set, and
+// as input tokens when it is not.
 type Pricing struct {
-	InputUSDPerMTok  float64 `json:"input_usd_per_mtok"`
-	OutputUSDPerMTok float64 `json:"output_usd_per_mtok"`
+	InputUSDPerMTok      float64  `json:"input_usd_per_mtok"`
+	OutputUSDPerMTok     float64  `json:"output_usd_per_mtok"`
+	CacheReadUSDPerMTok  *float64 `json:"cache_read_usd_per_mtok,omitempty"`
+	CacheWriteUSDPerMTok *float64 `json:"cache_write_usd_per_mtok,omitempty"`
 }
 
 // ModelTimeouts are the four stream timeouts. Zero means none.

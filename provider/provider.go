@@ -25,6 +25,20 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant
 	ToolCallID string     `json:"tool_call_id,omitempty"` // tool
 	Name       string     `json:"name,omitempty"`         // tool: the tool's name
+	// Thinking is the assistant's extended thinking that a provider needs
+	// back, unchanged, on the next turn (Anthropic's thinking blocks with
+	// their signatures). Other providers ignore it.
+	Thinking []Thinking `json:"thinking,omitempty"`
+}
+
+// Thinking is one block of a model's extended thinking, kept whole so it
+// can be sent back as the provider requires: Text with the Signature that
+// proves it, or Redacted, an encrypted block the provider shows no text of.
+// It is never shown as the answer.
+type Thinking struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  string `json:"redacted,omitempty"`
 }
 
 // ToolCall is a call the model asks for. Arguments is the raw JSON text the
@@ -58,6 +72,11 @@ type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
+	// CacheReadTokens and CacheWriteTokens are the parts of PromptTokens
+	// read from and written to the provider's prompt cache, which are
+	// priced apart (plan.Pricing); 0 when the provider reported none.
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }
 
 // Response is one completed turn.
@@ -74,6 +93,9 @@ type Response struct {
 	// [DONE], a whole plain answer) but carried no finish reason, as some
 	// servers send it. The turn is complete; this only records the gap.
 	FinishReasonMissing bool `json:"finish_reason_missing,omitempty"`
+	// Thinking is the turn's extended thinking, to be kept on the
+	// assistant message (Message.Thinking).
+	Thinking []Thinking `json:"thinking,omitempty"`
 }
 
 // Event is a streamed piece of a turn, delivered as it arrives.

@@ -70,7 +70,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if len(resp.ToolCalls) == 0 {
 		return true, r.respond(ctx, resp)
 	}
-	r.conv = append(r.conv, provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+	r.conv = append(r.conv, provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking})
 	gated, err := r.gateCalls(ctx, resp.ToolCalls, r.proposed)
 	if err != nil {
 		return false, err

@@ -10,6 +10,7 @@ import (
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/provider/anthropic"
 	"github.com/symbi-dev/symbi/provider/openai"
 	"github.com/symbi-dev/symbi/provider/scripted"
 	"github.com/symbi-dev/symbi/routing"
@@ -136,7 +137,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	// The turn happened: it is journalled even when its usage overshot a
 	// limit, and the budget error is returned after.
 	budgetErr := res.Commit(resp.Usage, resp.UsageKnown)
-	cost := budget.Cost(spec.Pricing, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	cost := budget.CallCost(spec.Pricing, resp.Usage)
 	if !resp.UsageKnown {
 		cost = res.Estimate().CostUSD
 	}
@@ -156,7 +157,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 			Reasoning:           resp.Reasoning,
 			FinishReasonMissing: resp.FinishReasonMissing,
 		},
-		Message: provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls},
+		Message: provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking},
 	}
 	if err := r.hold(journal.ReasoningComplete, data); err != nil {
 		return provider.Response{}, err
@@ -303,6 +304,20 @@ func (e *Engine) model(spec *plan.Model) (provider.Model, error) {
 	return m, nil
 }
 
+// endpoint is a model's base URL, evaluated, and its key, which is a
+// secret from here on: journal and terminal redact it.
+func (e *Engine) endpoint(spec *plan.Model) (base, key string, err error) {
+	base, err = e.resolve(spec.BaseURL)
+	if err != nil {
+		return "", "", fmt.Errorf("base_url: %w", err)
+	}
+	if spec.APIKeyEnv != "" {
+		key, _ = e.opts.LookupEnv(spec.APIKeyEnv)
+		e.addSecret(key)
+	}
+	return base, key, nil
+}
+
 func (e *Engine) buildModel(spec *plan.Model) (provider.Model, error) {
 	switch spec.Provider {
 	case "scripted":
@@ -319,6 +334,12 @@ func (e *Engine) buildModel(spec *plan.Model) (provider.Model, error) {
 			e.addSecret(key)
 		}
 		return openai.New(openai.ConfigFromPlan(*spec, base, key))
+	case "anthropic":
+		base, key, err := e.endpoint(spec)
+		if err != nil {
+			return nil, err
+		}
+		return anthropic.New(anthropic.ConfigFromPlan(*spec, base, key))
 	}
 	return nil, fmt.Errorf("unknown provider %q", spec.Provider)
 }

@@ -46,7 +46,10 @@ const (
 	// a chunk whose finish_reason is "error", as OpenRouter does), and ends
 	// the stream without [DONE]. The error carries ErrorMessage, ErrorType
 	// and ErrorCode (null when empty), or ErrorNumericCode as a number. A
-	// plain answer is that error object as a 200 response's body.
+	// plain answer is that error object as a 200 response's body. The
+	// Messages API gets Anthropic's "event: error" with
+	// {"type":"error","error":{"type":ErrorType,…}} (its plain answer: the
+	// error as a response, with the status its type has).
 	FaultErrorInStream
 )
 
@@ -92,10 +95,14 @@ type Reply struct {
 	ToolCalls []ToolCall
 	Refusal   string // sent as the message's refusal
 	// Reasoning is sent before the content, in ReasoningChunks when set
-	// (streamed), under the name ReasoningAs says.
+	// (streamed), under the name ReasoningAs says; the Messages API sends it
+	// as a signed thinking block.
 	Reasoning       string
 	ReasoningChunks []string
 	ReasoningAs     ReasoningField
+	// RedactedThinking is sent as a redacted_thinking block's data in the
+	// Messages API (Chat Completions has no such thing).
+	RedactedThinking string
 
 	// FinishReason defaults to "tool_calls" with tool calls, "content_filter"
 	// with a refusal, else "stop".
@@ -121,12 +128,16 @@ type Reply struct {
 	// arrives a moment after the last event.
 	EndDelay time.Duration
 
-	Fault             Fault
-	RetryAfter        time.Duration // FaultRateLimit
-	RetryAfterHeader  string        // FaultRateLimit: the header verbatim, e.g. an HTTP date
-	Status            int           // FaultStatus
-	ErrorCode         string        // FaultStatus, FaultErrorInStream
-	ErrorType         string        // FaultStatus (default by status), FaultErrorInStream
+	Fault            Fault
+	RetryAfter       time.Duration // FaultRateLimit
+	RetryAfterHeader string        // FaultRateLimit: the header verbatim, e.g. an HTTP date
+	Status           int           // FaultStatus
+	ErrorCode        string        // FaultStatus, FaultErrorInStream
+	// ErrorType is the error's type (error.type), FaultStatus and
+	// FaultErrorInStream: for the Messages API the default is an ErrorCode
+	// ending in _error, else the type Anthropic gives the status; for Chat
+	// Completions, the type its status has.
+	ErrorType         string
 	ErrorNumericCode  int           // FaultErrorInStream: the code as a number (vLLM, OpenRouter)
 	ErrorInChunk      bool          // FaultErrorInStream: inside a chunk, as OpenRouter sends it
 	ErrorMessage      string        // FaultStatus, FaultRateLimit, FaultServerError, FaultErrorInStream

@@ -23,9 +23,12 @@ type Request struct {
 	Header     http.Header
 	Body       []byte                       // the raw request body
 	Chat       openai.ChatCompletionRequest // Body decoded; zero when it was not valid JSON
+	// Anthropic is Body decoded as a Messages API request (POST
+	// /v1/messages); zero for a Chat Completions request.
+	Anthropic MessagesRequest
 }
 
-// Server is a fake Chat Completions endpoint. It closes itself when the test
+// Server is a fake Chat Completions and Messages API endpoint. It closes itself when the test
 // that made it ends.
 type Server struct {
 	ts      *httptest.Server
@@ -80,13 +83,19 @@ func New(tb testing.TB, opts ...Option) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serve)
 	mux.HandleFunc("POST /chat/completions", s.serve)
+	mux.HandleFunc("POST /v1/messages", s.serveMessages)
 	s.ts = httptest.NewServer(mux)
 	tb.Cleanup(s.Close)
 	return s
 }
 
-// URL is the base URL to configure a client with; it ends in /v1.
+// URL is the base URL to configure a Chat Completions client with; it ends
+// in /v1.
 func (s *Server) URL() string { return s.ts.URL + "/v1" }
+
+// AnthropicURL is the base URL to configure an Anthropic client with: the
+// server's root, under which it serves /v1/messages.
+func (s *Server) AnthropicURL() string { return s.ts.URL }
 
 // Enqueue adds replies to the end of the queue.
 func (s *Server) Enqueue(replies ...Reply) {
@@ -123,42 +132,52 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := Request{Path: r.URL.Path, RemoteAddr: r.RemoteAddr, Header: r.Header.Clone(), Body: body}
 	decodeErr := json.Unmarshal(body, &req.Chat)
+	reply, ok := s.take(req, decodeErr == nil)
+	switch {
+	case decodeErr != nil:
+		reply = ErrorReply(http.StatusBadRequest, "invalid_request_error", "fakeserver: request body is not a chat completion request: "+decodeErr.Error())
+	case !ok:
+		reply = ErrorReply(http.StatusInternalServerError, "server_error", reply.ErrorMessage)
+	}
+	if !s.wait(r, s.latencyOf(reply)) {
+		return
+	}
+	stream := req.Chat.Stream
+	includeUsage := req.Chat.StreamOptions != nil && req.Chat.StreamOptions.IncludeUsage
+	s.respond(w, r, reply, req.Chat, stream, includeUsage)
+}
 
+// take records a request and returns its reply: the next queued one, or
+// the handler's. A request that is not valid answers 400 and leaves the
+// queue alone, so later requests still get the replies meant for them;
+// the caller writes that answer. ok is false when nothing was scripted;
+// the reply's ErrorMessage then says so.
+func (s *Server) take(req Request, valid bool) (reply Reply, ok bool) {
 	s.mu.Lock()
 	n := s.count
 	s.count++
 	if !s.noHistory {
 		s.requests = append(s.requests, req)
 	}
-	var reply Reply
-	// A request that does not decode answers 400 and leaves the queue
-	// alone, so later requests still get the replies meant for them.
-	queued := decodeErr == nil && len(s.queue) > 0
+	queued := valid && len(s.queue) > 0
 	if queued {
 		reply, s.queue = s.queue[0], s.queue[1:]
 	}
 	s.mu.Unlock()
-
 	switch {
-	case decodeErr != nil:
-		reply = ErrorReply(http.StatusBadRequest, "invalid_request_error", "fakeserver: request body is not a chat completion request: "+decodeErr.Error())
-	case queued:
+	case !valid, queued:
+		return reply, true
 	case s.handler != nil:
-		reply = s.handler(n, req)
-	default:
-		reply = ErrorReply(http.StatusInternalServerError, "server_error", fmt.Sprintf("fakeserver: no reply scripted for request %d", n))
+		return s.handler(n, req), true
 	}
+	return Reply{ErrorMessage: fmt.Sprintf("fakeserver: no reply scripted for request %d", n)}, false
+}
 
-	latency := reply.Latency
-	if latency == 0 {
-		latency = s.latency
+func (s *Server) latencyOf(reply Reply) time.Duration {
+	if reply.Latency != 0 {
+		return reply.Latency
 	}
-	if !s.wait(r, latency) {
-		return
-	}
-	stream := req.Chat.Stream
-	includeUsage := req.Chat.StreamOptions != nil && req.Chat.StreamOptions.IncludeUsage
-	s.respond(w, r, reply, req.Chat, stream, includeUsage)
+	return s.latency
 }
 
 // wait sleeps for d unless the client goes away or the server closes; it
