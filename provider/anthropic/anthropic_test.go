@@ -201,6 +201,9 @@ func TestThinkingIsReasoningAndGoesBackUnchanged(t *testing.T) {
 	if got := strings.Join(ev.reasoning, ""); got != "six sevens are forty-two" {
 		t.Errorf("reasoning deltas = %q", got)
 	}
+	if resp.Reasoning != "six sevens are forty-two" {
+		t.Errorf("Response.Reasoning = %q: the journal would not record the thinking", resp.Reasoning)
+	}
 	if len(ev.content) != 0 {
 		t.Errorf("thinking reached the answer: %q", ev.content)
 	}

@@ -392,12 +392,15 @@ func (b *turnBuilder) plain(msg *sdk.Message) {
 
 func (b *turnBuilder) response() provider.Response {
 	resp := provider.Response{FinishReason: b.stop, Usage: b.usage, UsageKnown: b.known}
-	var content strings.Builder
+	var content, reasoning strings.Builder
 	for _, blk := range b.blocks {
 		switch blk.typ {
 		case "text":
 			content.WriteString(blk.text.String())
 		case "thinking":
+			// The text is also the turn's Reasoning, journalled and shown
+			// like any provider's (the signed block goes back to the API).
+			reasoning.WriteString(blk.text.String())
 			resp.Thinking = append(resp.Thinking, provider.Thinking{Text: blk.text.String(), Signature: blk.signature})
 		case "redacted_thinking":
 			resp.Thinking = append(resp.Thinking, provider.Thinking{Redacted: blk.data})
@@ -406,6 +409,7 @@ func (b *turnBuilder) response() provider.Response {
 		}
 	}
 	resp.Content = content.String()
+	resp.Reasoning = reasoning.String()
 	return resp
 }
 
