@@ -362,7 +362,7 @@ func TestPlainRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := provider.Response{
-		Content: "Checking.", ToolCalls: []provider.ToolCall{{ID: "toolu_1", Name: "calc", Arguments: `{"a":1}`}},
+		Content: "Checking.", Reasoning: "hm", ToolCalls: []provider.ToolCall{{ID: "toolu_1", Name: "calc", Arguments: `{"a":1}`}},
 		Usage:      provider.Usage{PromptTokens: 50, CompletionTokens: 5, TotalTokens: 55, CacheReadTokens: 40},
 		UsageKnown: true, FinishReason: "tool_use",
 		Thinking: []provider.Thinking{{Text: "hm", Signature: fakeserver.ThinkingSignature("hm")}},
