@@ -213,6 +213,19 @@ func TestAnchoredSummaryShrinksRecent(t *testing.T) {
 	}
 }
 
+// TestAnchoredSummaryTaskLast: when the first user message is also the
+// last one (only earlier notes or orphans before it), the note goes before
+// it, and the conversation still ends with the message the model answers.
+func TestAnchoredSummaryTaskLast(t *testing.T) {
+	msgs := conv(sys("system"), result("ghost", strings.Repeat("g", 400)),
+		user("[7 earlier messages omitted: tool calls a x2]"), user("the task"))
+	out := Fit(msgs, plan.ContextSettings{Strategy: AnchoredSummary, TokenBudget: 30, Recent: 4})
+	want := conv(sys("system"), user("[7 earlier messages omitted: tool calls a x2]"), user("the task"))
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestOrphansDropped(t *testing.T) {
 	msgs := conv(sys("system"), result("ghost", strings.Repeat("g", 400)), user("task"), exchange(400, "a"), exchange(400, "b"))
 	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
