@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/agext/levenshtein v1.2.3
 	github.com/cedar-policy/cedar-go v1.9.2
-	github.com/chzyer/readline v1.5.1
+	github.com/ergochat/readline v0.1.3
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
