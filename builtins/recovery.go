@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/symbi-dev/symbi/internal/backoff"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
@@ -50,7 +50,7 @@ func defaultRetryOn() []string {
 //
 //   - retry: the same call again, until max_attempts attempts in all (the
 //     failed one included) were made, with
-//     exponential backoff and jitter (at least a rate limit's Retry-After),
+//     the backoff of package backoff (at least a rate limit's Retry-After),
 //     only while the failure's kind is listed in on;
 //   - fallback: each alternative tool in turn, with the same arguments,
 //     validated and gated like any call;
@@ -187,25 +187,16 @@ func (tb *Toolbox) retry(ctx context.Context, call policy.Approved, failure erro
 	return Result{}, failure, false
 }
 
-// backoff is initial × multiplier^(attempt-1), capped at max_backoff, then
-// spread by ±jitter.
+// backoff is the wait before retry number attempt, by the rule of package
+// backoff: initial × multiplier^(attempt-1), spread by ±jitter, then capped
+// at max_backoff.
 func (tb *Toolbox) backoff(s plan.RetryStrategy, attempt int) time.Duration {
-	mult := s.Multiplier
-	if mult <= 0 {
-		mult = 2
+	r := rand.Float64
+	if tb.opts.Jitter != nil {
+		r = tb.opts.Jitter
 	}
-	d := float64(s.InitialBackoff) * math.Pow(mult, float64(attempt-1))
-	if s.MaxBackoff > 0 && d > float64(s.MaxBackoff) {
-		d = float64(s.MaxBackoff)
-	}
-	if s.Jitter > 0 {
-		r := rand.Float64
-		if tb.opts.Jitter != nil {
-			r = tb.opts.Jitter
-		}
-		d *= 1 + s.Jitter*(2*r()-1)
-	}
-	return time.Duration(max(d, 0))
+	p := backoff.Policy{Initial: s.InitialBackoff.Std(), Max: s.MaxBackoff.Std(), Multiplier: s.Multiplier, Jitter: s.Jitter}
+	return p.Wait(attempt, r)
 }
 
 func (tb *Toolbox) fallback(ctx context.Context, orig policy.Action, failure error, s plan.FallbackStrategy, gate func(context.Context, policy.Action) (policy.Approved, error), event func(string, int, error)) (Result, error, bool) {

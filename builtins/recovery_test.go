@@ -137,8 +137,8 @@ func TestRetryHonoursRetryAfterAndJitter(t *testing.T) {
 	if d := tb.backoff(s, 1); d != 1500*time.Millisecond {
 		t.Errorf("jitter +50%%: %s", d)
 	}
-	if d := tb.backoff(s, 5); d != 4500*time.Millisecond {
-		t.Errorf("capped at max_backoff, then jittered: %s", d)
+	if d := tb.backoff(s, 5); d != 3*time.Second {
+		t.Errorf("jittered, then capped at max_backoff: %s (a wait never exceeds max_backoff)", d)
 	}
 	tb.opts.Jitter = func() float64 { return 0 }
 	if d := tb.backoff(s, 2); d != time.Second {

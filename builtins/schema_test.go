@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -104,21 +107,103 @@ func TestCanonicalJSONKeepsHTMLCharacters(t *testing.T) {
 	}
 }
 
+// FuzzValidateArgs checks validateArgs against the schema read by hand
+// (an object; q a string of at most 5 characters; n, if there, an
+// integer), after the rules validateArgs adds (empty arguments are {}, no
+// member named twice), and that the canonical form of accepted arguments is
+// the same value and a fixed point.
 func FuzzValidateArgs(f *testing.F) {
 	s, err := compileSchema(json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","maxLength":5},"n":{"type":"integer"}},"required":["q"]}`))
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, seed := range []string{`{"q":"x"}`, `{"q":1}`, `[]`, `{"q":"toolong","n":1.5}`, `{`, ``, `null`} {
+	for _, seed := range []string{`{"q":"x"}`, `{"q":1}`, `[]`, `{"q":"toolong","n":1.5}`, `{`, ``, `null`,
+		`{"q":"héllo","n":1e2}`, `{"q":"x","q":"y"}`, `{"q":"x","o":{"a":1,"a":2}}`, `{"q":"x"} {}`, `{"q":"\ud800"}`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, args string) {
 		err := validateArgs(s, json.RawMessage(args))
-		_ = canonicalJSON(json.RawMessage(args))
-		if err == nil && !json.Valid([]byte(args)) && strings.TrimSpace(args) != "" {
-			t.Errorf("invalid JSON %q accepted", args)
+		if want := argsMatch(args); (err == nil) != want {
+			t.Fatalf("validateArgs(%q) = %v; the schema read by hand says valid=%v", args, err, want)
+		}
+		if err != nil {
+			return
+		}
+		canon := canonicalJSON(json.RawMessage(args))
+		if again := canonicalJSON(json.RawMessage(canon)); again != canon {
+			t.Fatalf("canonicalJSON(%q) = %q, then %q: not a fixed point", args, canon, again)
+		}
+		if a, b := decodeNumbers(t, args), decodeNumbers(t, canon); !reflect.DeepEqual(a, b) {
+			t.Fatalf("canonicalJSON(%q) = %q, another value", args, canon)
 		}
 	})
+}
+
+// argsMatch is validateArgs for FuzzValidateArgs's schema, by hand.
+func argsMatch(args string) bool {
+	if strings.TrimSpace(args) == "" {
+		return false // {}: q is required
+	}
+	if !json.Valid([]byte(args)) || hasDuplicateMember(json.NewDecoder(strings.NewReader(args))) {
+		return false
+	}
+	var obj map[string]any
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.UseNumber()
+	if dec.Decode(&obj) != nil || obj == nil {
+		return false
+	}
+	q, ok := obj["q"].(string)
+	if !ok || utf8.RuneCountInString(q) > 5 {
+		return false
+	}
+	if n, ok := obj["n"]; ok {
+		num, isNum := n.(json.Number)
+		r, isRat := new(big.Rat).SetString(string(num))
+		return isNum && isRat && r.IsInt()
+	}
+	return true
+}
+
+// hasDuplicateMember reads one JSON value from dec and reports whether an
+// object in it names a member twice.
+func hasDuplicateMember(dec *json.Decoder) bool {
+	tok, err := dec.Token()
+	if err != nil {
+		return false
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, _ := dec.Token()
+			key, _ := k.(string)
+			if seen[key] || hasDuplicateMember(dec) {
+				return true
+			}
+			seen[key] = true
+		}
+		dec.Token()
+	case json.Delim('['):
+		for dec.More() {
+			if hasDuplicateMember(dec) {
+				return true
+			}
+		}
+		dec.Token()
+	}
+	return false
+}
+
+func decodeNumbers(t *testing.T, s string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return v
 }
 
 // Call skips re-validating only arguments byte-identical to ones Validate

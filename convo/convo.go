@@ -283,6 +283,12 @@ func (c *conversation) anchor(budget, recent int) []provider.Message {
 			total += MessageTokens(m)
 		}
 		if total <= budget || from >= len(c.groups)-1 {
+			if from == len(c.groups) {
+				// The first user message is the last exchange: the note,
+				// about messages before it, goes before it, so that the
+				// conversation still ends with what the model answers.
+				return c.build(note, nil, anchored)
+			}
 			return c.build(note, anchored, c.groups[from:])
 		}
 		from++

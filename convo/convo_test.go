@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 	"github.com/symbi-dev/symbi/stdlib"
@@ -213,6 +214,19 @@ func TestAnchoredSummaryShrinksRecent(t *testing.T) {
 	}
 }
 
+// TestAnchoredSummaryTaskLast: when the first user message is also the
+// last one (only earlier notes or orphans before it), the note goes before
+// it, and the conversation still ends with the message the model answers.
+func TestAnchoredSummaryTaskLast(t *testing.T) {
+	msgs := conv(sys("system"), result("ghost", strings.Repeat("g", 400)),
+		user("[7 earlier messages omitted: tool calls a x2]"), user("the task"))
+	out := Fit(msgs, plan.ContextSettings{Strategy: AnchoredSummary, TokenBudget: 30, Recent: 4})
+	want := conv(sys("system"), user("[7 earlier messages omitted: tool calls a x2]"), user("the task"))
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestOrphansDropped(t *testing.T) {
 	msgs := conv(sys("system"), result("ghost", strings.Repeat("g", 400)), user("task"), exchange(400, "a"), exchange(400, "b"))
 	for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
@@ -393,32 +407,215 @@ func TestFlatOverLongRun(t *testing.T) {
 func FuzzFit(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 2, 1}, 100, 3)
 	f.Add([]byte{3, 3, 3, 1, 0, 2}, 10, 0)
+	f.Add([]byte{0, 0, 1, 2, 3, 3, 2, 3, 1, 4, 2, 3, 1, 2, 3}, 60, 2)
+	f.Add([]byte{0, 6, 2, 3, 7, 2, 3, 4, 1, 2, 3, 3, 1}, 30, 4)
 	f.Fuzz(func(t *testing.T, shape []byte, budget, recent int) {
-		// Any message shapes, valid or not: Fit must not panic, must keep
-		// the leading system messages, and must not return orphan tool
-		// results it could have dropped.
+		// Any message shapes, valid or not: Fit must not panic, and must keep
+		// every promise of the package comment.
+		// No two messages are alike, so checkFit can tell which of the
+		// input's each of the result's is.
 		var msgs []provider.Message
 		for i, b := range shape {
 			switch b % 5 {
 			case 0:
-				msgs = append(msgs, sys("s"))
+				msgs = append(msgs, sys(fmt.Sprint("s", i)))
 			case 1:
-				msgs = append(msgs, user(strings.Repeat("u", int(b))))
+				msgs = append(msgs, user(fmt.Sprint(i, strings.Repeat("u", int(b)))))
 			case 2:
 				msgs = append(msgs, calls(fmt.Sprint("t", i)))
 			case 3:
-				msgs = append(msgs, result(fmt.Sprint("t", i-1), strings.Repeat("r", int(b)*4)))
+				msgs = append(msgs, result(fmt.Sprint("t", i-1), fmt.Sprint(i, strings.Repeat("r", int(b)*4))))
 			case 4:
-				msgs = append(msgs, user("[3 earlier messages omitted: tool calls x x2]"))
+				msgs = append(msgs, user(fmt.Sprintf("[%d earlier messages omitted: tool calls x x2]", i+3)))
 			}
 		}
 		for _, strategy := range []string{SlidingWindow, ObservationMasking, AnchoredSummary} {
-			out := Fit(msgs, plan.ContextSettings{Strategy: strategy, TokenBudget: budget, Recent: recent})
-			if len(out) > len(msgs)+1 {
-				t.Fatalf("%s: grew from %d to %d messages", strategy, len(msgs), len(out))
+			s := plan.ContextSettings{Strategy: strategy, TokenBudget: budget, Recent: recent}
+			out := Fit(msgs, s)
+			checkFit(t, msgs, s, out)
+			// A fitted conversation is a fixed point: fitting it again, as
+			// the next call does before anything is appended, changes
+			// nothing.
+			if again := Fit(out, s); !cmp.Equal(again, out, cmpopts.EquateEmpty()) {
+				t.Fatalf("%s: fitting the fitted conversation again changed it:\n%s", strategy, cmp.Diff(out, again, cmpopts.EquateEmpty()))
 			}
 		}
 	})
+}
+
+// checkFit checks Fit's promises, as the package comment and Fit's doc
+// state them, on in and Fit's result out. It groups messages itself, by
+// those words: a group is an assistant message with tool calls and the tool
+// results right after it, or one other message; tool results after no tool
+// call are orphans.
+func checkFit(t *testing.T, in []provider.Message, s plan.ContextSettings, out []provider.Message) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s, budget %d, recent %d: %s\nin:  %v\nout: %v", s.Strategy, s.TokenBudget, s.Recent, fmt.Sprintf(format, args...), shapeOf(in), shapeOf(out))
+	}
+	if s.TokenBudget <= 0 || estimate(in) <= s.TokenBudget {
+		if len(out) != len(in) || len(in) > 0 && &out[0] != &in[0] {
+			fail("within budget, but not the input itself")
+		}
+		return
+	}
+	// Shares no backing array with the input.
+	if len(out) > 0 {
+		whole := in[:cap(in)]
+		for i := range whole {
+			if &whole[i] == &out[0] || &whole[i] == &out[len(out)-1] {
+				fail("the result shares the input's backing array")
+			}
+		}
+	}
+	head := 0
+	for head < len(in) && in[head].Role == provider.System {
+		head++
+	}
+	if len(out) < head || !cmp.Equal(out[:head], in[:head]) {
+		fail("the leading system messages are not kept")
+	}
+	var groups []span
+	for i := head; i < len(in); {
+		end := i + 1
+		if in[i].Role == provider.Assistant && len(in[i].ToolCalls) > 0 || in[i].Role == provider.ToolRole {
+			for end < len(in) && in[end].Role == provider.ToolRole {
+				end++
+			}
+		}
+		if in[i].Role != provider.ToolRole {
+			groups = append(groups, span{i, end})
+		}
+		i = end
+	}
+
+	// Every message of out is one of in, in order (a tool result perhaps
+	// masked), except for one note anchored_summary may add.
+	from := make([]int, len(out)) // index in in; -1: the note
+	same := func(o, m provider.Message) bool {
+		if s.Strategy == ObservationMasking && m.Role == provider.ToolRole && strings.HasPrefix(o.Content, maskPrefix) {
+			o.Content = m.Content
+		}
+		return cmp.Equal(o, m)
+	}
+	match := func(note int) bool {
+		j := 0
+		for k, o := range out {
+			if k == note {
+				from[k] = -1
+				continue
+			}
+			for j < len(in) && !same(o, in[j]) {
+				j++
+			}
+			if j == len(in) {
+				return false
+			}
+			from[k] = j
+			j++
+		}
+		return true
+	}
+	matched := match(-1)
+	for k := 0; !matched && s.Strategy == AnchoredSummary && k < len(out); k++ {
+		matched = isNote(out[k]) && match(k)
+	}
+	if !matched {
+		fail("the result is not the input's messages in order (with at most one note)")
+	}
+
+	kept := map[int]bool{}
+	for _, j := range from {
+		kept[j] = true
+	}
+	for k, o := range out {
+		switch {
+		case o.Role == provider.ToolRole && (k == 0 || out[k-1].Role != provider.ToolRole && len(out[k-1].ToolCalls) == 0):
+			fail("out[%d] is a tool result that follows no tool call", k)
+		case from[k] >= 0 && o.Content != in[from[k]].Content && from[k] >= groups[len(groups)-1].start:
+			fail("out[%d], of the last exchange, is masked", k)
+		}
+	}
+	for _, g := range groups {
+		n := 0
+		for j := g.start; j < g.end; j++ {
+			if kept[j] {
+				n++
+			}
+		}
+		if n != 0 && n != g.end-g.start {
+			fail("messages %d to %d, an assistant tool call and its results, are split: %d of them kept", g.start, g.end-1, n)
+		}
+	}
+	if len(groups) > 0 {
+		last := groups[len(groups)-1]
+		if !kept[last.start] || from[len(out)-1] != last.end-1 {
+			fail("the last exchange (messages %d to %d) does not end the result", last.start, last.end-1)
+		}
+	}
+
+	// Over budget only when nothing more could go: the head, the last
+	// exchange and, for anchored_summary, the first user message and the
+	// note.
+	if estimate(out) > s.TokenBudget {
+		extra := 0 // groups kept besides the last
+		notes := 0 // of them, notes (the note Fit wrote may equal one)
+		for i, g := range groups[:max(len(groups)-1, 0)] {
+			if kept[g.start] && !(s.Strategy == AnchoredSummary && i == firstUser(in, groups)) {
+				extra++
+				if isNote(in[g.start]) {
+					notes++
+				}
+			}
+		}
+		if s.Strategy == AnchoredSummary && notes == 1 && !slices.Contains(from, -1) {
+			extra--
+		}
+		if extra > 0 {
+			fail("over budget (%d tokens) while %d older groups are kept", estimate(out), extra)
+		}
+	}
+}
+
+// span is a group of messages as checkFit sees them: in[start:end].
+type span struct{ start, end int }
+
+// firstUser is the index in groups of the first user message that is no
+// note, or -1.
+func firstUser(in []provider.Message, groups []span) int {
+	for i, g := range groups {
+		if in[g.start].Role == provider.User && !isNote(in[g.start]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// shapeOf writes a conversation as its roles: S system, U user, N note,
+// A(n) assistant with n tool calls, A assistant, T tool result, M masked.
+func shapeOf(msgs []provider.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		switch {
+		case m.Role == provider.System:
+			b.WriteString("S")
+		case isNote(m):
+			b.WriteString("N")
+		case m.Role == provider.User:
+			b.WriteString("U")
+		case m.Role == provider.Assistant && len(m.ToolCalls) > 0:
+			fmt.Fprintf(&b, "A%d", len(m.ToolCalls))
+		case m.Role == provider.Assistant:
+			b.WriteString("A")
+		case strings.HasPrefix(m.Content, maskPrefix):
+			b.WriteString("M")
+		default:
+			b.WriteString("T")
+		}
+		b.WriteString(" ")
+	}
+	return b.String()
 }
 
 func BenchmarkFit(b *testing.B) {

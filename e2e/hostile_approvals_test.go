@@ -353,7 +353,7 @@ func TestHostileApprovalPromptShowsEveryKey(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
 		defer cancel()
 		sock := filepath.Join(t.TempDir(), "tmux.sock")
-		tm := func(args ...string) string {
+		tmCtx := func(ctx context.Context, args ...string) string {
 			cmd := exec.CommandContext(ctx, tmux, append([]string{"-S", sock}, args...)...)
 			cmd.Env = append(cleanEnv(), "TERM=xterm-256color", "HOSTILE_TOKEN="+hostileToken)
 			out, err := cmd.CombinedOutput()
@@ -362,9 +362,16 @@ func TestHostileApprovalPromptShowsEveryKey(t *testing.T) {
 			}
 			return string(out)
 		}
+		tm := func(args ...string) string { return tmCtx(ctx, args...) }
 		tm("new-session", "-d", "-x", "80", "-y", "24", "-c", dir,
 			symbiBin+" run --agent spoof --state-dir "+state+" --var marker="+marker+" . go; echo exited $?; sleep 60")
-		t.Cleanup(func() { tm("kill-server") })
+		// Not under ctx, which the deferred cancel has ended by then: the
+		// server and the pane's sleep would outlive the test.
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tmCtx(cctx, "kill-server")
+		})
 		screen := func(re *regexp.Regexp, what string) string {
 			for {
 				s := tm("capture-pane", "-p", "-t", "0")

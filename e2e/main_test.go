@@ -53,7 +53,7 @@ func buildAndRun(m *testing.M) int {
 
 // hangLimit is how long one symbi process may take before the test calls it
 // hung. It detects hangs; it is not a speed requirement.
-const hangLimit = 60 * time.Second
+const hangLimit = 3 * time.Minute
 
 // call is one invocation of the binary.
 type call struct {

@@ -2,28 +2,35 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/provider/fakeserver"
 )
 
 // TestKillAndResume kills `symbi run` with SIGKILL at several points of a
-// slow tool loop (testdata/e2e/resume), resumes each run with `symbi
-// resume`, and expects the answer and the journal of an uninterrupted run:
-// the same answer on stdout and in the terminated event, one journal with
-// consecutive seqs and two started events, every tool call gated.
+// tool loop (testdata/e2e/resume), resumes each run with `symbi resume`,
+// and expects the answer and the journal of an uninterrupted run: the same
+// answer on stdout and in the terminated event, one journal with
+// consecutive seqs and two started events, every tool call gated. The run
+// is held where it is killed (the fake server stalls that model call, or
+// the tool call waits for its gate), so the kill lands there however
+// loaded the machine is.
 func TestKillAndResume(t *testing.T) {
 	t.Parallel()
 	dir := fixture(t, "resume")
 	whole := filepath.Join(t.TempDir(), "state")
-	r := symbi(t, call{dir: dir}, "run", "--state-dir", whole, ".", "walk")
+	srv, _ := stepServer(t, 0)
+	r := symbi(t, call{dir: dir}, "run", "--state-dir", whole, "--var", "base_url="+srv.URL(), ".", "walk")
 	if r.code != 0 {
 		t.Fatalf("uninterrupted run:\n%s", r)
 	}
@@ -32,36 +39,64 @@ func TestKillAndResume(t *testing.T) {
 		t.Fatalf("uninterrupted run: answer %q, stdout %q", want.Answer, r.stdout)
 	}
 
-	// Kill once the journal has this many events: the process is then in
-	// the middle of something slow.
 	points := []struct {
-		name   string
-		events int
-		torn   bool   // then append half a line, as a power loss could leave
-		sync   string // journal_sync
+		name  string
+		model int    // kill in this model call (1-4), which the server stalls
+		tool  int    // or in this tool call (1-3), whose gate stays shut
+		torn  bool   // then append half a line, as a power loss could leave
+		sync  string // journal_sync
 	}{
-		{"first model call", 2, false, "background"},          // model_call_started 1
-		{"second model call", 8, false, "background"},         // iteration 1 observed, model_call_started 2
-		{"second tool call", 11, false, "background"},         // iteration 2 dispatched
-		{"third tool call", 17, false, "background"},          // iteration 3 dispatched
-		{"after the last tool call", 20, false, "background"}, // iteration 3 observed, model_call_started 4
-		{"torn tail", 11, true, "background"},
-		{"synced always", 11, false, "always"},
+		{"first model call", 1, 0, false, "background"},
+		{"second model call", 2, 0, false, "background"},
+		{"second tool call", 0, 2, false, "background"},
+		{"third tool call", 0, 3, false, "background"},
+		{"after the last tool call", 4, 0, false, "background"},
+		{"torn tail", 0, 2, true, "background"},
+		{"synced always", 0, 2, false, "always"},
 	}
 	for _, pt := range points {
 		t.Run(strings.ReplaceAll(pt.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			state := filepath.Join(t.TempDir(), "state")
-			p := start(t, call{dir: dir}, "run", "--state-dir", state, "--var", "journal_sync="+pt.sync, ".", "walk")
-			id, before := waitForEvents(t, state, pt.events)
+			gate := t.TempDir()
+			open := func(upTo int) {
+				for k := 1; k <= upTo; k++ {
+					if err := os.WriteFile(filepath.Join(gate, strconv.Itoa(k)), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// Every gate opens when the test ends, so a killed run's waiting
+			// tool process ends too.
+			t.Cleanup(func() { open(3) })
+			if pt.tool > 0 {
+				open(pt.tool - 1)
+			} else {
+				open(3)
+			}
+			srv, stalled := stepServer(t, pt.model)
+			p := start(t, call{dir: dir}, "run", "--state-dir", state, "--var", "journal_sync="+pt.sync,
+				"--var", "base_url="+srv.URL(), "--var", "gate="+gate, ".", "walk")
+			var id string
+			if pt.model > 0 {
+				select {
+				case <-stalled:
+				case <-time.After(hangLimit):
+					t.Fatalf("model call %d never reached the server within %v", pt.model, hangLimit)
+				}
+				id = onlyRun(t, state)
+			} else {
+				id = waitForEvent(t, state, journal.ToolsDispatched, pt.tool)
+			}
 			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			p.cmd.Wait()
+			open(3)
 			killed := readJournal(t, state, id)
 			for _, ev := range killed {
 				if ev.Type == journal.Terminated {
-					t.Fatalf("the run finished before the kill (the machine is too slow for the kill points?): %v", eventTypes(killed))
+					t.Fatalf("the run finished before the kill: %v", eventTypes(killed))
 				}
 			}
 			if pt.torn {
@@ -72,8 +107,7 @@ func TestKillAndResume(t *testing.T) {
 				f.WriteString(`{"seq":` + strconv.Itoa(len(killed)+1) + `,"ts":"2026-12-02T14:00:00Z","run":"` + id + `","agent":"agent.walker","iteration":2,"event":"tool_res`)
 				f.Close()
 			}
-			t.Logf("killed after %s (%d events; %d when polled)", killed[len(killed)-1].Type, len(killed), before)
-
+			t.Logf("killed after %s (%d events)", killed[len(killed)-1].Type, len(killed))
 			ls := symbi(t, call{}, "runs", "--state-dir", state)
 			if !strings.Contains(ls.stdout, "incomplete") {
 				t.Errorf("symbi runs does not show the killed run as incomplete:\n%s", ls)
@@ -117,9 +151,9 @@ func TestKillAndResume(t *testing.T) {
 	}
 }
 
-// waitForEvents polls a state directory until its one run has journalled
-// at least n events, and returns the run id and the count it saw.
-func waitForEvents(t *testing.T, state string, n int) (string, int) {
+// waitForEvent polls a state directory until its one run has journalled
+// the nth event of type typ, and returns the run id.
+func waitForEvent(t *testing.T, state, typ string, nth int) string {
 	t.Helper()
 	deadline := time.Now().Add(hangLimit)
 	for time.Now().Before(deadline) {
@@ -129,14 +163,52 @@ func waitForEvents(t *testing.T, state string, n int) (string, int) {
 		}
 		if len(runs) == 1 {
 			evs, _ := journal.ReadFile(journal.Path(state, runs[0].ID))
-			if len(evs) >= n {
-				return runs[0].ID, len(evs)
+			n := 0
+			for _, ev := range evs {
+				if ev.Type == typ {
+					n++
+				}
+			}
+			if n >= nth {
+				return runs[0].ID
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("no run in %s reached %d events within %v", state, n, hangLimit)
-	return "", 0
+	t.Fatalf("no run in %s journalled %s #%d within %v", state, typ, nth, hangLimit)
+	return ""
+}
+
+// stepServer is the model of testdata/e2e/resume: it asks for step 1, then
+// for the step after the one the last tool result names, and after step 3
+// answers. The first request for model call stallAt (1-4; 0: none) is
+// stalled until the client goes away, and stalled closes when it arrives.
+func stepServer(t *testing.T, stallAt int) (*fakeserver.Server, <-chan struct{}) {
+	stalled := make(chan struct{})
+	var once sync.Once
+	srv := fakeserver.New(t, fakeserver.WithHandler(func(_ int, req fakeserver.Request) fakeserver.Reply {
+		call := 1
+		if msgs := req.Chat.Messages; len(msgs) > 0 {
+			for k := 3; k >= 1; k-- {
+				if strings.Contains(msgs[len(msgs)-1].Content, fmt.Sprintf(`"n":%d`, k)) {
+					call = k + 1
+					break
+				}
+			}
+		}
+		stall := false
+		if call == stallAt {
+			once.Do(func() { stall = true; close(stalled) })
+		}
+		switch {
+		case stall:
+			return fakeserver.Reply{Fault: fakeserver.FaultStallBeforeFirstEvent}
+		case call == 4:
+			return fakeserver.Text("Three steps ", "taken: 1, 2, 3.")
+		}
+		return fakeserver.Reply{ToolCalls: []fakeserver.ToolCall{{ID: fmt.Sprintf("call_%d", call), Name: "step", Arguments: fmt.Sprintf(`{"n":%d}`, call)}}}
+	}))
+	return srv, stalled
 }
 
 // TestKillDuringApprovalAndResume kills a run while it waits for a person

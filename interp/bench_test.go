@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,7 +129,7 @@ func BenchmarkCompile(b *testing.B) {
 				runtime.GC()
 				b.StartTimer()
 				t1 := time.Now()
-				cfg, diags := compileSources(dir, []lang.Source{{Name: name, Bytes: src}}, Options{LookupEnv: noEnv, NoScope: true})
+				cfg, diags := compileSources(context.Background(), dir, []lang.Source{{Name: name, Bytes: src}}, Options{LookupEnv: noEnv, NoScope: true})
 				if diags.HasErrors() {
 					b.Fatal(diags)
 				}
@@ -241,7 +242,7 @@ func TestCompileChild(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		t0 := time.Now()
-		cfg, diags := compileSources(dir, []lang.Source{{Name: name, Bytes: src}}, Options{LookupEnv: noEnv, NoScope: true})
+		cfg, diags := compileSources(context.Background(), dir, []lang.Source{{Name: name, Bytes: src}}, Options{LookupEnv: noEnv, NoScope: true})
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}

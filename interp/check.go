@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 
 // check runs the checks that need the whole plan: they follow references
 // across blocks. The plan is sorted, so lookups are binary searches.
-func (c *compiler) check() {
+func (c *compiler) check(ctx context.Context) {
 	c.fillMCPEffects()
 	c.fillOnResume()
 	c.checkAgents()
@@ -24,7 +25,7 @@ func (c *compiler) check() {
 	c.checkPreflight()
 	c.checkDelegationCycles()
 	c.checkRecoveryCycles()
-	c.checkPolicies()
+	c.checkPolicies(ctx)
 	c.warnUnused()
 }
 
@@ -420,14 +421,14 @@ func (c *compiler) findCycles(edges map[string][]string, report func([]string)) 
 // checkPolicies prepares every policy as the engine will (Rego compiled and
 // its query prepared, Cedar parsed and validated against its schema) and
 // reports a failure on the policy block.
-func (c *compiler) checkPolicies() {
+func (c *compiler) checkPolicies(ctx context.Context) {
 	loader := policy.NewLoader(c.p, c.baseDir) // the plan's Cedar entities, built once
 	for _, pol := range c.p.Policies {
 		// Rules are checked where they are written, with a better range.
 		if pol.Kind == "" || pol.Kind == "rules" || (pol.Kind == "opa" && len(pol.OPA.Modules) == 0) || (pol.Kind == "cedar" && len(pol.Cedar.Policies) == 0) {
 			continue // already reported
 		}
-		if _, err := loader.Gate(c.ctx, pol.Address); err != nil {
+		if _, err := loader.Gate(ctx, pol.Address); err != nil {
 			var les policy.LoadErrors
 			if errors.As(err, &les) && len(les) > 0 {
 				for _, le := range les {

@@ -25,8 +25,6 @@ type Options struct {
 	// Validate compiles with unknown values for variables that have no value,
 	// so that validation and planning run the same checks.
 	Validate bool
-	// Context bounds policy preparation; nil means context.Background().
-	Context context.Context
 	// NoScope leaves Config.Scope nil: commands that only validate, plan or
 	// run do not need the REPL's scope, and building it is a fifth of the
 	// compile time of a large configuration.
@@ -48,11 +46,17 @@ type Config struct {
 // compiles it. It returns every diagnostic; Config is nil only when nothing
 // could be read, and its Plan is not to be run when diagnostics have errors.
 func Compile(path string, opts Options) (*Config, hcl.Diagnostics) {
+	return CompileContext(context.Background(), path, opts)
+}
+
+// CompileContext is Compile with ctx bounding what may block: preparing
+// the policies (OPA, Cedar) to check them.
+func CompileContext(ctx context.Context, path string, opts Options) (*Config, hcl.Diagnostics) {
 	baseDir, srcs, diags := readSources(path)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	cfg, ds := compileSources(baseDir, srcs, opts)
+	cfg, ds := compileSources(ctx, baseDir, srcs, opts)
 	return cfg, append(diags, ds...)
 }
 
@@ -106,7 +110,6 @@ func readSources(path string) (string, []lang.Source, hcl.Diagnostics) {
 // compiler holds one compilation's state.
 type compiler struct {
 	opts    Options
-	ctx     context.Context
 	baseDir string
 	mod     *lang.Module
 	diags   hcl.Diagnostics
@@ -124,22 +127,18 @@ type compiler struct {
 	p       *plan.Plan
 }
 
-func compileSources(baseDir string, srcs []lang.Source, opts Options) (*Config, hcl.Diagnostics) {
+func compileSources(ctx context.Context, baseDir string, srcs []lang.Source, opts Options) (*Config, hcl.Diagnostics) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
 	c := &compiler{
 		opts:    opts,
-		ctx:     opts.Context,
 		baseDir: baseDir,
 		reads:   map[string]plan.FileRef{},
 		rel:     map[string]string{},
 		schemas: map[string]error{},
 		unknown: map[*lang.Block]bool{},
 		p:       &plan.Plan{FormatVersion: plan.FormatVersion},
-	}
-	if c.ctx == nil {
-		c.ctx = context.Background()
 	}
 	mod, diags := lang.Parse(srcs)
 	c.mod = mod
@@ -152,7 +151,7 @@ func compileSources(baseDir string, srcs []lang.Source, opts Options) (*Config, 
 	c.buildSettings()
 	c.buildBlocks()
 	c.p.Sort()
-	c.check()
+	c.check(ctx)
 	c.recordSources(srcs)
 	c.p.Sort()
 	cfg := &Config{Plan: c.p, BaseDir: baseDir, Files: mod.Files}

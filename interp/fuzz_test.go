@@ -2,6 +2,7 @@ package interp
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,7 @@ func FuzzCompile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		name := filepath.Join(baseDir, "fuzz.hcl")
 		for _, validate := range []bool{true, false} {
-			cfg, diags := compileSources(baseDir, []lang.Source{{Name: name, Bytes: src}}, Options{Validate: validate, LookupEnv: noEnv})
+			cfg, diags := compileSources(context.Background(), baseDir, []lang.Source{{Name: name, Bytes: src}}, Options{Validate: validate, LookupEnv: noEnv})
 			for _, d := range diags {
 				if d.Subject == nil && d.Summary != "Value for undeclared variable" {
 					t.Errorf("diagnostic without a range: %s", describe(d))

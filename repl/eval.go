@@ -9,8 +9,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/symbi-dev/symbi/internal/hclfmt"
 )
 
 // eval evaluates an expression in the configuration's scope and prints its
@@ -54,20 +55,21 @@ func (s *Session) parseAt(line string, start, end int) (hclsyntax.Expression, hc
 }
 
 // FormatValue prints a value in HCL syntax, as it would be written in a
-// configuration (hclwrite.TokensForValue, formatted). Unknown parts, which
-// appear when a variable has no value yet, print as (unknown).
+// configuration (hclwrite's TokensForValue, formatted, by way of hclfmt).
+// Unknown parts, which appear when a variable has no value yet, print as
+// (unknown).
 func FormatValue(v cty.Value) string {
 	v, _ = v.UnmarkDeep()
 	if v.IsWhollyKnown() {
-		return strings.TrimRight(string(hclwrite.Format(hclwrite.TokensForValue(v).Bytes())), "\n")
+		return strings.TrimRight(string(hclfmt.Format(hclfmt.TokensForValue(v).Bytes())), "\n")
 	}
 	var b strings.Builder
 	writePartial(&b, v, "")
-	return string(hclwrite.Format([]byte(b.String())))
+	return string(hclfmt.Format([]byte(b.String())))
 }
 
 // writePartial writes a value that is not wholly known, which
-// hclwrite.TokensForValue refuses.
+// hclfmt.TokensForValue refuses.
 func writePartial(b *strings.Builder, v cty.Value, indent string) {
 	switch {
 	case !v.IsKnown():
@@ -75,7 +77,7 @@ func writePartial(b *strings.Builder, v cty.Value, indent string) {
 	case v.IsNull():
 		b.WriteString("null")
 	case v.IsWhollyKnown():
-		b.Write(hclwrite.TokensForValue(v).Bytes())
+		b.Write(hclfmt.TokensForValue(v).Bytes())
 	case v.Type().IsObjectType() || v.Type().IsMapType():
 		b.WriteString("{\n")
 		m := v.AsValueMap()

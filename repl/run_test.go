@@ -63,7 +63,7 @@ func TestJournal(t *testing.T) {
   +<dur>  #5  iter 1  tools_dispatched        calculator {"expression":"6*7"}
   +<dur>  #6  iter 1  tool_result             calculator returned "42"
   +<dur>  #7  iter 1  observations_collected  1 observation (0 denied, 0 errors)
-  +<dur>  #8  iter 2  model_call_started      model.offline, estimated 132 + 512 tokens
+  +<dur>  #8  iter 2  model_call_started      model.offline, estimated 139 + 512 tokens
   +<dur>  #9  iter 2  reasoning_complete      model.offline proposes respond "6 × 7 is 42."
   +<dur>  #10  iter 2  policy_evaluated        respond: allow by chain: no policy addresses respond; respond is allowed unless a policy denies it
   +<dur>  #11  iter 2  terminated              completed, answer "6 × 7 is 42."

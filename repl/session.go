@@ -78,11 +78,10 @@ func (s *Session) Load(path string) hcl.Diagnostics {
 
 func (s *Session) load(ctx context.Context, path string) hcl.Diagnostics {
 	s.path = path
-	cfg, diags := interp.Compile(path, interp.Options{
+	cfg, diags := interp.CompileContext(ctx, path, interp.Options{
 		Vars:      s.opts.Vars,
 		VarFiles:  s.opts.VarFiles,
 		LookupEnv: s.opts.LookupEnv,
-		Context:   ctx,
 	})
 	if diags.HasErrors() {
 		if cfg != nil {

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -411,16 +414,137 @@ func FuzzParseDuration(f *testing.F) {
 	})
 }
 
+// FuzzMatchGlob checks MatchGlob against a regular expression built from
+// the pattern by the grammar path.Match documents (MatchGlob promises its
+// semantics): * and ? never match '/', a class matches any rune in its
+// ranges, and a malformed pattern is an ErrBadPattern error, whatever the
+// name. It also checks that a name matches itself escaped.
 func FuzzMatchGlob(f *testing.F) {
-	f.Add("read_*", "read_file")
-	f.Add("[", "x")
-	f.Add("a?c", "abc")
+	for _, s := range [][2]string{
+		{"read_*", "read_file"}, {"[", "x"}, {"a?c", "abc"}, {"a/*", "a/b/c"}, {"*", "a/b"},
+		{"[^a-c]x", "dx"}, {"[a-]", "a"}, {`[\]]`, "]"}, {"[]]", "]"}, {`a\`, "a"}, {"[z-a]", "m"},
+		{"[é-ü]?", "ñ/"}, {"\\*", "*"}, {"*[", "x"},
+	} {
+		f.Add(s[0], s[1])
+	}
 	f.Fuzz(func(t *testing.T, pattern, s string) {
 		ok, err := MatchGlob(pattern, s)
-		if err != nil && ok {
-			t.Fatalf("MatchGlob(%q, %q) matched and failed", pattern, s)
+		if err != nil && (ok || !errors.Is(err, path.ErrBadPattern)) {
+			t.Fatalf("MatchGlob(%q, %q) = %v, %v; an error must be a non-match wrapping path.ErrBadPattern", pattern, s, ok, err)
+		}
+		if got, err := MatchGlob(escapeGlob(s), s); !got || err != nil {
+			t.Fatalf("MatchGlob(%q, %q) = %v, %v: a name must match itself escaped", escapeGlob(s), s, got, err)
+		}
+		if !utf8.ValidString(pattern) || !utf8.ValidString(s) {
+			return // regexp reads invalid UTF-8 its own way
+		}
+		re, valid := globRegexp(pattern)
+		if valid != (err == nil) {
+			t.Fatalf("MatchGlob(%q, %q) error %v; the grammar says valid=%v", pattern, s, err, valid)
+		}
+		if valid {
+			if want := regexp.MustCompile(re).MatchString(s); ok != want {
+				t.Fatalf("MatchGlob(%q, %q) = %v; %s says %v", pattern, s, ok, re, want)
+			}
 		}
 	})
+}
+
+// escapeGlob escapes every byte of s, so the pattern matches s only.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte('\\')
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// globRegexp translates a path.Match pattern to an anchored regular
+// expression by path.Match's documented grammar, or reports it malformed:
+//
+//	term:            '*' | '?' | '[' [ '^' ] { character-range } ']' | c | '\\' c
+//	character-range: c | '\\' c | lo '-' hi   (c != '\\', '-', ']'; the class is non-empty)
+func globRegexp(pattern string) (string, bool) {
+	var re strings.Builder
+	re.WriteString(`\A(?:`)
+	lit := func(r rune) { re.WriteString(regexp.QuoteMeta(string(r))) }
+	p := []rune(pattern)
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '*':
+			re.WriteString(`[^/]*`)
+		case '?':
+			re.WriteString(`[^/]`)
+		case '\\':
+			if i++; i == len(p) {
+				return "", false
+			}
+			lit(p[i])
+		case '[':
+			i++
+			negated := i < len(p) && p[i] == '^'
+			if negated {
+				i++
+			}
+			// rangeChar reads c or '\\' c at p[i].
+			rangeChar := func() (rune, bool) {
+				if i == len(p) || p[i] == '-' || p[i] == ']' {
+					return 0, false
+				}
+				if p[i] == '\\' {
+					if i++; i == len(p) {
+						return 0, false
+					}
+				}
+				i++
+				return p[i-1], true
+			}
+			var ranges [][2]rune
+			for {
+				if i < len(p) && p[i] == ']' && len(ranges) > 0 {
+					break
+				}
+				lo, ok := rangeChar()
+				if !ok {
+					return "", false
+				}
+				hi := lo
+				if i < len(p) && p[i] == '-' {
+					i++
+					if hi, ok = rangeChar(); !ok {
+						return "", false
+					}
+				}
+				if i == len(p) {
+					return "", false // no closing ]
+				}
+				ranges = append(ranges, [2]rune{lo, hi})
+			}
+			// A reversed range matches nothing, which a regexp class cannot
+			// say: write the class as an alternation of runes in ranges.
+			var class strings.Builder
+			for _, r := range ranges {
+				if r[0] <= r[1] {
+					fmt.Fprintf(&class, `\x{%x}-\x{%x}`, r[0], r[1])
+				}
+			}
+			switch {
+			case class.Len() == 0 && negated:
+				re.WriteString(`[\x{0}-\x{10ffff}]`)
+			case class.Len() == 0:
+				re.WriteString(`[^\x{0}-\x{10ffff}]`)
+			case negated:
+				re.WriteString(`[^` + class.String() + `]`)
+			default:
+				re.WriteString(`[` + class.String() + `]`)
+			}
+		default:
+			lit(p[i])
+		}
+	}
+	re.WriteString(`)\z`)
+	return re.String(), true
 }
 
 // BenchmarkFunctions measures building the table, which the compiler does for

@@ -9,9 +9,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/spf13/cobra"
+
+	"github.com/symbi-dev/symbi/internal/hclfmt"
 )
 
 func newFmtCmd() *cobra.Command {
@@ -47,7 +48,7 @@ Exit status: 0 formatted (or nothing to do), 1 -check found changes, 2 invalid.`
 					invalid = true
 					continue
 				}
-				out := hclwrite.Format(src)
+				out := hclfmt.Format(src)
 				if bytes.Equal(out, src) {
 					continue
 				}

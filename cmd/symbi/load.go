@@ -18,7 +18,7 @@ func addVarFlags(cmd *cobra.Command) {
 
 // compileOptions reads --var and --var-file from cmd's flags.
 func compileOptions(cmd *cobra.Command, validate bool) (interp.Options, error) {
-	opts := interp.Options{Validate: validate, LookupEnv: os.LookupEnv, Context: cmd.Context(), SymbiVersion: version, NoScope: true}
+	opts := interp.Options{Validate: validate, LookupEnv: os.LookupEnv, SymbiVersion: version, NoScope: true}
 	if f := cmd.Flags().Lookup("var"); f != nil {
 		pairs, _ := cmd.Flags().GetStringArray("var")
 		for _, kv := range pairs {
@@ -66,7 +66,7 @@ func compileConfig(cmd *cobra.Command, path string, validate bool) (*interp.Conf
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, diags := interp.Compile(path, opts)
+	cfg, diags := interp.CompileContext(cmd.Context(), path, opts)
 	return cfg, diags, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/chzyer/readline"
+	"github.com/ergochat/readline"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -137,10 +137,10 @@ func newReadline(in io.Reader, out, errOut io.Writer) (*readline.Instance, error
 		Stdout:            out,
 		Stderr:            errOut,
 	}
-	if rc, ok := in.(io.ReadCloser); ok {
-		cfg.Stdin = rc
+	if in != nil {
+		cfg.Stdin = in
 	}
-	return readline.NewEx(cfg)
+	return readline.NewFromConfig(cfg)
 }
 
 // completer adapts Session.CompleteAt to readline: candidates are the
@@ -194,7 +194,11 @@ func readInput(sess *repl.Session, rl lineEditor) (string, error) {
 }
 
 func interactiveLoop(ctx context.Context, sess *repl.Session, rl *readline.Instance, input *lineInput, out, errOut io.Writer) error {
-	rl.Config.AutoComplete = completer{sess}
+	cfg := rl.GetConfig()
+	cfg.AutoComplete = completer{sess}
+	if err := rl.SetConfig(cfg); err != nil {
+		return exitWith(exitFailure, "repl: %v", err)
+	}
 	for {
 		text, err := readInput(sess, &promptedInput{ctx: ctx, in: input})
 		if err != nil {

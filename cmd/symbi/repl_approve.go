@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chzyer/readline"
+	"github.com/ergochat/readline"
 
 	"github.com/symbi-dev/symbi/policy"
 )
@@ -140,6 +140,7 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	fmt.Fprint(a.out, policy.Prompt(req.Prepared()))
+	start := time.Now()
 	wait, stop := ctx, context.CancelFunc(func() {})
 	switch {
 	case req.Timeout > 0:
@@ -153,7 +154,12 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 	// both).
 	var limit time.Duration
 	if d, ok := wait.Deadline(); ok {
-		limit = time.Until(d)
+		// From start, not from now: on a loaded machine a 20ms timeout
+		// has less than 19.5ms to go by the time it is read here.
+		limit = d.Sub(start)
+		if req.Timeout > 0 && limit >= req.Timeout {
+			limit = req.Timeout // the request's own limit, as written
+		}
 		if limit >= time.Second {
 			limit = limit.Round(time.Second)
 		} else {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chzyer/readline"
+	"github.com/ergochat/readline"
 
 	"github.com/symbi-dev/symbi/policy"
 )

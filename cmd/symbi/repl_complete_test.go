@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/chzyer/readline"
+	"github.com/ergochat/readline"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/symbi-dev/symbi/repl"

@@ -1,15 +1,25 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// tmuxHangLimit is how long a terminal test may take before it is called
+// hung: it detects hangs on a loaded machine, it is not a speed
+// requirement (each wait returns as soon as the screen shows what it waits
+// for).
+const tmuxHangLimit = 3 * time.Minute
 
 // replOnTmux starts `symbi repl .` in dir on a tmux terminal (prefix goes
 // before the command, e.g. an env assignment) and returns how to type
@@ -29,7 +39,7 @@ func replOnTmux(t *testing.T, ctx context.Context, dir, prefix string) (keys fun
 		t.Skip("symbi is not on PATH")
 	}
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
-	tm := func(args ...string) string {
+	tmCtx := func(ctx context.Context, args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, tmux, append([]string{"-S", sock}, args...)...)
 		cmd.Env = append(os.Environ(), "TERM=xterm-256color")
@@ -39,8 +49,29 @@ func replOnTmux(t *testing.T, ctx context.Context, dir, prefix string) (keys fun
 		}
 		return string(out)
 	}
+	tm := func(args ...string) string { t.Helper(); return tmCtx(ctx, args...) }
 	tm("new-session", "-d", "-s", "repl", "-x", "150", "-y", "50", "-c", dir, prefix+" "+symbi+" repl .; sleep 30")
-	t.Cleanup(func() { tm("kill-server") })
+	// The pane's shell leads a session of its own: the REPL and whatever
+	// it starts belong to it. The server and that session must be gone
+	// when the test is, whether it passed, failed or timed out (the
+	// test's ctx has ended by then, so the cleanup has its own).
+	ids := strings.Fields(tm("display-message", "-p", "-t", "repl", "#{pid} #{pane_pid}"))
+	if len(ids) != 2 {
+		t.Fatalf("tmux: server and pane pids %q", ids)
+	}
+	server, _ := strconv.Atoi(ids[0])
+	pane, _ := strconv.Atoi(ids[1])
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		tmCtx(cctx, "kill-server")
+		if left := waitGone(cctx, server, pane); len(left) > 0 {
+			for _, pid := range left {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Errorf("still running after tmux kill-server, killed: %v", left)
+		}
+	})
 
 	// waitFor polls the screen until re matches it (tmux drops trailing
 	// spaces, so the prompt "> " reads ">"): the REPL answers in its
@@ -71,6 +102,47 @@ func replOnTmux(t *testing.T, ctx context.Context, dir, prefix string) (keys fun
 	return keys, waitFor
 }
 
+// waitGone waits until neither the process server nor any process of the
+// session sid is left, and returns those left when ctx ends first.
+func waitGone(ctx context.Context, server, sid int) []int {
+	for {
+		left := sessionProcs(sid)
+		if syscall.Kill(server, 0) == nil && !slices.Contains(left, server) {
+			left = append(left, server)
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return left
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// sessionProcs lists the live processes of session sid, from /proc.
+func sessionProcs(sid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session ...; comm may hold spaces.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 3 && f[3] == strconv.Itoa(sid) && f[0] != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // TestReplTmux drives the real `symbi repl` on a terminal, under tmux:
 // Tab completes an attribute path, open brackets continue the input on
 // the next line, an error shows a caret, and the history is saved. The
@@ -81,7 +153,7 @@ func TestReplTmux(t *testing.T) {
 		t.Fatal(err)
 	}
 	history := filepath.Join(dir, "history")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), tmuxHangLimit)
 	defer cancel()
 	keys, waitFor := replOnTmux(t, ctx, dir, "env SYMBI_REPL_HISTORY="+history)
 
@@ -157,21 +229,23 @@ agent "a" {
   policies = [policy.rules]
 }
 `,
-		"script.json": `{"turns": [{"tool_calls": [{"id": "f1", "name": "flaky", "arguments": "{}"}]}, {"latency": "60s", "content": "too late"}]}`,
+		"script.json": `{"turns": [{"tool_calls": [{"id": "f1", "name": "flaky", "arguments": "{}"}]}, {"latency": "10m", "content": "too late"}]}`,
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), tmuxHangLimit)
 	defer cancel()
 	keys, waitFor := replOnTmux(t, ctx, dir, "env SYMBI_REPL_HISTORY="+filepath.Join(dir, "history"))
 	waitFor("the prompt", regexp.MustCompile(`(?m)^> ?$`))
 	keys(":run a go", "Enter")
 	waitFor("the escalation's prompt", regexp.MustCompile(`Approve\? \[y/N\]`))
+	// The timeout is printed once the prompt has let go of the read; from
+	// then on the run is in its model call, which answers only after the
+	// test's hang limit, so a Ctrl-C can only cancel the run.
 	waitFor("its timeout", regexp.MustCompile(`nobody answered within 1s`))
-	time.Sleep(200 * time.Millisecond) // the run is in its 60 s model call
 	keys("", "C-c")
 	waitFor("the run cancelled", regexp.MustCompile(`(?i)cancel`))
 	keys("1 + 1", "Enter")

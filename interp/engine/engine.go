@@ -42,8 +42,9 @@ type Options struct {
 	Approver policy.Approver
 	// Models replaces the provider of a model address (tests, benchmarks).
 	Models map[string]provider.Model
-	// Context is trusted policy input (the "context" member), never from the model.
-	Context map[string]any
+	// PolicyContext is the policy input's "context" member: trusted input
+	// from whoever runs the engine, never from the model.
+	PolicyContext map[string]any
 	// Now and Rand make run ids and timestamps reproducible in tests.
 	Now  func() time.Time
 	Rand io.Reader

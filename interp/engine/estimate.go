@@ -6,9 +6,9 @@ import (
 )
 
 // tokenCache remembers the token estimates of the messages of the last
-// conversation it was given: each message's convo.MessageTokens (for
-// context fitting) and its share of estimateMessages (for the budget's
-// preflight). A react run's conversation grows by appending, so each message
+// conversation it was given: each message's convo.MessageTokens, which
+// context fitting and the budget's preflight (estimateMessages) both count.
+// A react run's conversation grows by appending, so each message
 // is estimated once rather than on every iteration. Every cached message is
 // compared to the one it stands for, field by field on what the estimates
 // read (strings with the same data compare by pointer), so a conversation
@@ -16,8 +16,7 @@ import (
 // whatever differs.
 type tokenCache struct {
 	keys []tokenKey
-	fit  []int   // convo.MessageTokens of each message
-	est  []int64 // each message's part of estimateMessages
+	fit  []int // convo.MessageTokens of each message
 }
 
 // tokenKey is what the estimates of a message depend on.
@@ -77,15 +76,13 @@ func (c *tokenCache) update(msgs []provider.Message) {
 		}
 		c.keys = append(c.keys[:i], c.keys[j:]...)
 		c.fit = append(c.fit[:i], c.fit[j:]...)
-		c.est = append(c.est[:i], c.est[j:]...)
 	}
 	clear(c.keys[i:]) // let go of the strings of what is no longer cached
-	c.keys, c.fit, c.est = c.keys[:i], c.fit[:i], c.est[:i]
+	c.keys, c.fit = c.keys[:i], c.fit[:i]
 	for ; i < len(msgs); i++ {
 		m := msgs[i]
 		c.keys = append(c.keys, keyOf(m))
 		c.fit = append(c.fit, convo.MessageTokens(m))
-		c.est = append(c.est, estimateMessages(msgs[i:i+1]))
 	}
 }
 
@@ -105,8 +102,8 @@ func (c *tokenCache) estimate(msgs []provider.Message) int64 {
 // sum is estimateMessages of the conversation of the last update.
 func (c *tokenCache) sum() int64 {
 	var n int64
-	for _, e := range c.est {
-		n += e
+	for _, e := range c.fit {
+		n += int64(e)
 	}
 	return n
 }

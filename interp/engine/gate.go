@@ -207,9 +207,9 @@ func (r *run) fixedInput() policy.Input {
 	} else {
 		model = strings.TrimPrefix(strings.TrimPrefix(model, "model."), "router.")
 	}
-	ctx := r.e.opts.Context
-	if ctx == nil {
-		ctx = map[string]any{}
+	pctx := r.e.opts.PolicyContext
+	if pctx == nil {
+		pctx = map[string]any{}
 	}
 	return policy.Input{
 		Agent: policy.AgentInfo{Name: r.name, Model: model, DelegationDepth: r.ro.Depth},
@@ -217,7 +217,7 @@ func (r *run) fixedInput() policy.Input {
 			ID:     r.id,
 			Budget: policy.BudgetLimits(r.e.plan.Budget(r.agent.Budget)),
 		},
-		Context: ctx,
+		Context: pctx,
 	}
 }
 

@@ -187,14 +187,13 @@ func (r *run) writeAhead(spec *plan.Model, est budget.Usage) error {
 }
 
 // estimateMessages and estimateTools are the preflight token estimate of
-// a request.
+// a call. A conversation is estimated as context fitting counts it
+// (convo.MessageTokens), so the budget and the context window agree on
+// what a message costs.
 func estimateMessages(msgs []provider.Message) int64 {
 	var n int64
 	for _, m := range msgs {
-		n += 4 + int64(stdlib.EstimateTokens(m.Content))
-		for _, c := range m.ToolCalls {
-			n += int64(stdlib.EstimateTokens(c.Name) + stdlib.EstimateTokens(c.Arguments))
-		}
+		n += int64(convo.MessageTokens(m))
 	}
 	return n
 }

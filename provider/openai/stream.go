@@ -10,6 +10,7 @@ import (
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
+	"github.com/symbi-dev/symbi/internal/backoff"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -56,7 +57,8 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 }
 
 // backoff is the wait before attempt+1: the server's Retry-After when it
-// gave one, else exponential backoff with jitter. It declines (false) when
+// gave one, else the exponential backoff every retry follows (package
+// backoff: doubling, jittered, capped at max_backoff). It declines (false) when
 // the wait would outlast max_backoff or the total timeout: better to report
 // rate_limited now than to fail later with nothing gained.
 func (m *Model) backoff(ctx context.Context, attempt int, err error) (time.Duration, bool) {
@@ -69,20 +71,8 @@ func (m *Model) backoff(ctx context.Context, attempt int, err error) (time.Durat
 		}
 		return pe.RetryAfter, fits(ctx, pe.RetryAfter)
 	}
-	d := r.Backoff.Std()
-	for i := 1; i < attempt && d > 0; i++ {
-		d *= 2
-		if maxWait > 0 && d >= maxWait {
-			break
-		}
-	}
-	if r.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 + r.Jitter*(2*m.cfg.Rand()-1)))
-	}
-	if maxWait > 0 && d > maxWait {
-		d = maxWait
-	}
-	return max(d, 0), fits(ctx, d)
+	d := backoff.Policy{Initial: r.Backoff.Std(), Max: maxWait, Jitter: r.Jitter}.Wait(attempt, m.cfg.Rand)
+	return d, fits(ctx, d)
 }
 
 func fits(ctx context.Context, d time.Duration) bool {

@@ -370,9 +370,31 @@ func FuzzParse(f *testing.F) {
 		for range s.Turns {
 			_, _ = m.Stream(ctx, user("x"), func(provider.Event) {})
 		}
-		for _, turn := range s.Turns {
-			if turn.Error == nil && turn.Latency == 0 {
-				_, _ = New(s).Stream(context.Background(), user("x"), func(provider.Event) {})
+		// Each turn, played alone, gives what it says: its content as the
+		// deltas and the response, its tool calls, or its error.
+		for i, turn := range s.Turns {
+			if turn.Latency > 0 || turn.When != nil || turn.WhenTemperature != nil {
+				continue
+			}
+			var streamed strings.Builder
+			resp, err := New(&Script{Turns: []Turn{turn}, OnExhausted: OnExhaustedError}).Stream(context.Background(), user("x"),
+				func(ev provider.Event) { streamed.WriteString(ev.ContentDelta) })
+			var pe *provider.Error
+			switch {
+			case turn.Error != nil:
+				if !errors.As(err, &pe) || pe.Kind != turn.Error.Kind {
+					t.Fatalf("turn %d: error %v, want one of kind %s", i, err, turn.Error.Kind)
+				}
+			case turn.Content == "" && len(turn.ToolCalls) == 0:
+				if !errors.As(err, &pe) || pe.Kind != provider.EmptyResponse {
+					t.Fatalf("turn %d, empty: error %v, want %s", i, err, provider.EmptyResponse)
+				}
+			case err != nil:
+				t.Fatalf("turn %d: %v", i, err)
+			case resp.Content != turn.Content || streamed.String() != turn.Content:
+				t.Fatalf("turn %d: content %q, streamed %q; the script says %q", i, resp.Content, streamed.String(), turn.Content)
+			case !cmp.Equal(resp.ToolCalls, turn.ToolCalls):
+				t.Fatalf("turn %d: tool calls %v; the script says %v", i, resp.ToolCalls, turn.ToolCalls)
 			}
 		}
 	})

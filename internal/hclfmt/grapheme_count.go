@@ -1,0 +1,19 @@
+// Copyright IBM Corp. 2014, 2026
+// SPDX-License-Identifier: MPL-2.0
+
+package hclfmt
+
+import (
+	"bufio"
+	"bytes"
+)
+
+func graphemeCount(buf []byte) (int, error) {
+	scanner := bufio.NewScanner(bytes.NewReader(buf))
+	scanner.Split(scanGraphemeClusters)
+	var ret int
+	for scanner.Scan() {
+		ret++
+	}
+	return ret, scanner.Err()
+}
