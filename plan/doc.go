@@ -9,7 +9,11 @@
 // absolute paths and no secrets, so two compilations of the same files are
 // byte-identical on any machine.
 //
+// The names the engine reserves (DelegateTool, TerminateTool, RespondAction)
+// are here too, since the compiler keeps them free and the engine offers them.
+//
 // This package must not evaluate HCL, read the environment or import any other
 // symbi package: it is the contract between the compiler and everything that
-// consumes plans.
+// consumes plans. Its subpackage plan/eval evaluates the deferred expressions
+// at run time.
 package plan

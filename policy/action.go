@@ -9,16 +9,20 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/symbi-dev/symbi/plan"
 )
 
 // ActionType is what an agent proposes to do.
 type ActionType string
 
+// The action types other than a tool call are the names the engine
+// reserves (package plan), so no tool can be mistaken for one.
 const (
 	ToolCall  ActionType = "tool_call"
-	Delegate  ActionType = "delegate"
-	Respond   ActionType = "respond"
-	Terminate ActionType = "terminate"
+	Delegate  ActionType = plan.DelegateTool
+	Respond   ActionType = plan.RespondAction
+	Terminate ActionType = plan.TerminateTool
 )
 
 // Action is one proposed action, as policies see it (the "action" member of

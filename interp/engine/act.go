@@ -9,6 +9,7 @@ import (
 
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
 
@@ -208,9 +209,9 @@ func failureText(err error) string {
 func actionName(a policy.Action) string {
 	switch a.Type {
 	case policy.Delegate:
-		return DelegateTool
+		return plan.DelegateTool
 	case policy.Terminate:
-		return TerminateTool
+		return plan.TerminateTool
 	}
 	return a.Tool
 }
@@ -234,7 +235,7 @@ func (r *run) childOptions(depth int) RunOptions {
 // sharing this run's budget, one level deeper.
 func (r *run) delegate(ctx context.Context, call policy.Approved) (observation, error) {
 	a := call.Action()
-	o := observation{callID: a.CallID, tool: DelegateTool}
+	o := observation{callID: a.CallID, tool: plan.DelegateTool}
 	r.delegations++
 	sub := r.childOptions(r.ro.Depth + 1)
 	if !sub.NoJournal {

@@ -19,9 +19,9 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/symbi-dev/symbi/budget"
-	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/plan/eval"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -73,7 +73,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		return nil, fmt.Errorf("%w %q", ErrUnknownBestOfN, strings.TrimPrefix(addr, "best_of_n."))
 	}
 	agentBudget := e.plan.Budget(e.plan.Agent(bon.Agent).Budget)
-	exprs := newBonExprs(e.opts.LookupEnv)
+	exprs := eval.New(e.opts.LookupEnv)
 	var ledger *bonLedger
 	aggregate := plan.Budget{}
 	if bon.Budget != "" {
@@ -239,7 +239,7 @@ func (e *bonTimeoutError) Unwrap() error { return ErrNoEligibleCandidate }
 // applies them to the candidate's run options. vary may set temperature,
 // max_output_tokens and system (the compiler refuses other fields); any
 // other field in a hand-edited plan fails the candidate.
-func (e *Engine) bonVary(exprs *bonExprs, bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
+func (e *Engine) bonVary(exprs *eval.Evaluator, bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
 	ro := RunOptions{
 		SideEffects: bon.SideEffects,
 		NoJournal:   true,
@@ -256,7 +256,7 @@ func (e *Engine) bonVary(exprs *bonExprs, bon *plan.BestOfN, index int, base Run
 	vars := map[string]cty.Value{"candidate": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(index))})}
 	for _, field := range bonSortedKeys(bon.Vary) {
 		ex := bon.Vary[field]
-		v, diags := exprs.eval(ex, vars)
+		v, diags := exprs.Deferred(ex, vars)
 		if diags.HasErrors() {
 			return ro, applied, fmt.Errorf("vary.%s (%s): %s", field, ex.Range, diags.Error())
 		}
@@ -290,7 +290,7 @@ func (e *Engine) bonVary(exprs *bonExprs, bon *plan.BestOfN, index int, base Run
 
 // bonGenerate runs one candidate: a full run of the agent, persisting
 // nothing, under its own accountant funded by the ledger.
-func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *bonExprs, bon *plan.BestOfN, ledger *bonLedger, own plan.Budget, index int, ro RunOptions) bonGeneration {
+func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bonLedger, own plan.Budget, index int, ro RunOptions) bonGeneration {
 	est := policy.Usage{ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
 	res, allowance, err := ledger.reserve(est, own)
 	if err != nil {
@@ -340,13 +340,13 @@ func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *bonExprs, 
 }
 
 // bonSystem is the varied system prompt for candidate index, if vary sets one.
-func bonSystem(exprs *bonExprs, bon *plan.BestOfN, index int) (string, bool) {
+func bonSystem(exprs *eval.Evaluator, bon *plan.BestOfN, index int) (string, bool) {
 	ex, ok := bon.Vary["system"]
 	if !ok {
 		return "", false
 	}
 	vars := map[string]cty.Value{"candidate": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(index))})}
-	v, diags := exprs.eval(ex, vars)
+	v, diags := exprs.Deferred(ex, vars)
 	if diags.HasErrors() {
 		return "", false
 	}
@@ -395,12 +395,12 @@ func judgePrompt(task, content string) string {
 }
 
 // bonScore scores one candidate with the block's scorer.
-func (e *Engine) bonScore(ctx context.Context, parent *run, exprs *bonExprs, bon *plan.BestOfN, ledger *bonLedger, input string, c *Candidate) bonScore {
+func (e *Engine) bonScore(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bonLedger, input string, c *Candidate) bonScore {
 	switch bon.Scorer.Kind {
 	case "judge":
 		return e.bonJudge(ctx, parent, bon, ledger, input, c)
 	case "expr":
-		v, diags := exprs.eval(*bon.Scorer.Expr, map[string]cty.Value{"candidate": candidateValue(c)})
+		v, diags := exprs.Deferred(*bon.Scorer.Expr, map[string]cty.Value{"candidate": candidateValue(c)})
 		if diags.HasErrors() {
 			return bonScore{Err: fmt.Errorf("scorer expr (%s): %s", bon.Scorer.Expr.Range, diags.Error())}
 		}
@@ -500,11 +500,11 @@ func scoreFromValue(v cty.Value) bonScore {
 
 // bonKey is the majority_vote key of a candidate, as text: a string as it
 // is, any other value as its JSON.
-func (e *Engine) bonKey(exprs *bonExprs, bon *plan.BestOfN, c *Candidate) (string, error) {
+func (e *Engine) bonKey(exprs *eval.Evaluator, bon *plan.BestOfN, c *Candidate) (string, error) {
 	if bon.Selector.Key == nil {
 		return strings.TrimSpace(c.Content), nil
 	}
-	v, diags := exprs.eval(*bon.Selector.Key, map[string]cty.Value{"candidate": candidateValue(c)})
+	v, diags := exprs.Deferred(*bon.Selector.Key, map[string]cty.Value{"candidate": candidateValue(c)})
 	if diags.HasErrors() {
 		return "", fmt.Errorf("%s: %s", bon.Selector.Key.Range, diags.Error())
 	}
@@ -532,7 +532,7 @@ func (e *Engine) bonCommand(ctx context.Context, bon *plan.BestOfN, input string
 	}
 	argv := make([]string, len(spec.Argv))
 	for i, a := range spec.Argv {
-		v, err := interp.EvalString(a, e.opts.LookupEnv)
+		v, err := eval.String(a, e.opts.LookupEnv)
 		if err != nil {
 			return bonScore{Err: fmt.Errorf("command scorer argv[%d]: %w", i, err)}
 		}
@@ -546,7 +546,7 @@ func (e *Engine) bonCommand(ctx context.Context, bon *plan.BestOfN, input string
 		env = append(env, "PATH="+p)
 	}
 	for _, k := range bonSortedKeys(spec.Env) {
-		v, err := interp.EvalString(spec.Env[k], e.opts.LookupEnv)
+		v, err := eval.String(spec.Env[k], e.opts.LookupEnv)
 		if err != nil {
 			return bonScore{Err: fmt.Errorf("command scorer env %s: %w", k, err)}
 		}

@@ -119,7 +119,7 @@ func (r *run) precheck(a *policy.Action) (note, kind string, ok bool) {
 		}
 	case policy.Terminate:
 		if strings.TrimSpace(a.Reason) == "" {
-			return fmt.Sprintf("[invalid arguments] %s: reason must be a non-empty string", TerminateTool), obsInvalid, false
+			return fmt.Sprintf("[invalid arguments] %s: reason must be a non-empty string", plan.TerminateTool), obsInvalid, false
 		}
 	}
 	return "", "", true
@@ -354,7 +354,7 @@ func actionTarget(a policy.Action) string {
 	case policy.Delegate:
 		return "agent." + a.Target
 	case policy.Terminate:
-		return TerminateTool
+		return plan.TerminateTool
 	}
 	return a.Tool
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/symbi-dev/symbi/convo"
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -161,7 +162,7 @@ func (r *run) actionOf(c provider.ToolCall) policy.Action {
 		// then tells the model its arguments are not an object.
 		args, _ = json.Marshal(c.Arguments)
 	}
-	if c.Name == DelegateTool && len(r.agent.Delegates) > 0 {
+	if c.Name == plan.DelegateTool && len(r.agent.Delegates) > 0 {
 		var d struct {
 			Target string `json:"target"`
 			Task   string `json:"task"`
@@ -169,7 +170,7 @@ func (r *run) actionOf(c provider.ToolCall) policy.Action {
 		_ = json.Unmarshal(args, &d)
 		return policy.Action{Type: policy.Delegate, CallID: c.ID, Target: strings.TrimPrefix(d.Target, "agent."), Task: d.Task, Arguments: args}
 	}
-	if c.Name == TerminateTool && r.agent.Loop.AllowTerminate {
+	if c.Name == plan.TerminateTool && r.agent.Loop.AllowTerminate {
 		return terminateAction(c, args)
 	}
 	a := policy.Action{Type: policy.ToolCall, Tool: c.Name, CallID: c.ID, Arguments: args}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
 
@@ -21,7 +22,7 @@ import (
 func (r *run) trackProgress(ctx context.Context, t *ProgressTracker, obs []observation) error {
 	for i := range obs {
 		o := &obs[i]
-		if o.tool == "" || o.tool == DelegateTool {
+		if o.tool == "" || o.tool == plan.DelegateTool {
 			continue
 		}
 		switch o.kind {

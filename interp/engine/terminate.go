@@ -4,15 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/symbi-dev/symbi/interp"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
-
-// TerminateTool is the name of the tool an agent with loop { allow_terminate
-// = true } gets: the model calls it with a reason, and the engine turns the
-// call into a terminate action for the gate.
-const TerminateTool = interp.TerminateTool
 
 // AgentTerminated is the reason of a run whose model ended it through the
 // terminate tool, and whose policies allowed that: a stop without an
@@ -44,7 +39,7 @@ func terminateSpec() provider.ToolSpec {
 		"additionalProperties": false,
 	})
 	return provider.ToolSpec{
-		Name:        TerminateTool,
+		Name:        plan.TerminateTool,
 		Description: "End the run without an answer, and say why (for example, the task cannot be done, or not safely). Use it instead of answering only when no useful answer is possible.",
 		Parameters:  schema,
 	}

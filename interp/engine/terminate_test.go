@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -75,9 +76,9 @@ func TestAllowedTerminateEndsTheRunWithTheModelsReason(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("%d model calls, want 1: the run ends after the terminate turn", len(reqs))
 	}
-	spec, ok := toolSpec(reqs[0], TerminateTool)
+	spec, ok := toolSpec(reqs[0], plan.TerminateTool)
 	if !ok {
-		t.Fatalf("the model was not offered %q: %+v", TerminateTool, reqs[0].Tools)
+		t.Fatalf("the model was not offered %q: %+v", plan.TerminateTool, reqs[0].Tools)
 	}
 	var schema struct {
 		Required   []string                  `json:"required"`
@@ -130,7 +131,7 @@ policy "rules" {
 		t.Fatalf("%d model calls, want 2", len(reqs))
 	}
 	obs := lastToolMessages(reqs[1])
-	if len(obs) != 1 || obs[0].ToolCallID != "t1" || obs[0].Name != TerminateTool || !strings.HasPrefix(obs[0].Content, "[policy denied] ") {
+	if len(obs) != 1 || obs[0].ToolCallID != "t1" || obs[0].Name != plan.TerminateTool || !strings.HasPrefix(obs[0].Content, "[policy denied] ") {
 		t.Errorf("observation after the denied terminate: %+v", obs)
 	}
 	gates := gateRecords(t, journalOf(t, e, res.RunID))
@@ -200,7 +201,7 @@ func TestTerminateBesideToolCallsRunsThemFirst(t *testing.T) {
 	if err := evs[len(evs)-2].Decode(&od); err != nil {
 		t.Fatal(err)
 	}
-	if len(od.Messages) != 2 || od.Messages[0].Name != TerminateTool || od.Messages[1].Content != "42" {
+	if len(od.Messages) != 2 || od.Messages[0].Name != plan.TerminateTool || od.Messages[1].Content != "42" {
 		t.Errorf("observations %+v", od.Messages)
 	}
 	if d := terminatedData(t, evs); d.Reason != string(AgentTerminated) {
@@ -219,7 +220,7 @@ func TestTerminateIsNotOfferedWithoutAllowTerminate(t *testing.T) {
 		t.Fatalf("got %s %q", res.Termination, res.Answer)
 	}
 	reqs := m.Requests()
-	if _, ok := toolSpec(reqs[0], TerminateTool); ok {
+	if _, ok := toolSpec(reqs[0], plan.TerminateTool); ok {
 		t.Errorf("terminate offered without allow_terminate: %+v", reqs[0].Tools)
 	}
 	// A call of a tool the agent does not have is a tool_call of an
@@ -270,10 +271,10 @@ agent "helper" {
 		t.Fatalf("got %s %q", res.Termination, res.Answer)
 	}
 	reqs := m.Requests()
-	if _, ok := toolSpec(reqs[0], TerminateTool); ok {
+	if _, ok := toolSpec(reqs[0], plan.TerminateTool); ok {
 		t.Errorf("the lead, without allow_terminate, was offered terminate")
 	}
-	if _, ok := toolSpec(reqs[1], TerminateTool); !ok {
+	if _, ok := toolSpec(reqs[1], plan.TerminateTool); !ok {
 		t.Errorf("the helper was not offered terminate")
 	}
 	obs := lastToolMessages(reqs[2])

@@ -10,16 +10,11 @@ import (
 	"strings"
 
 	"github.com/symbi-dev/symbi/builtins"
-	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/plan/eval"
 	"github.com/symbi-dev/symbi/provider"
 )
-
-// DelegateTool is the name of the tool an agent with delegates gets: the
-// model calls it with a target agent and a task, and the engine turns the
-// call into a delegate action for the gate.
-const DelegateTool = "delegate"
 
 // agentTools is one agent's tool set, prepared once per engine.
 type agentTools struct {
@@ -111,10 +106,10 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		t.specs = append(t.specs, delegateSpec(a.Delegates))
 	}
 	if a.Loop.AllowTerminate {
-		if _, clash := t.info[TerminateTool]; clash {
+		if _, clash := t.info[plan.TerminateTool]; clash {
 			// The compiler refuses a configured tool of that name; an MCP
 			// server's is known only now.
-			return nil, fmt.Errorf("%s: a tool named %q clashes with the terminate tool of allow_terminate", a.Address, TerminateTool)
+			return nil, fmt.Errorf("%s: a tool named %q clashes with the terminate tool of allow_terminate", a.Address, plan.TerminateTool)
 		}
 		t.specs = append(t.specs, terminateSpec())
 	}
@@ -191,7 +186,7 @@ func delegateSpec(delegates []string) provider.ToolSpec {
 		"additionalProperties": false,
 	})
 	return provider.ToolSpec{
-		Name:        DelegateTool,
+		Name:        plan.DelegateTool,
 		Description: "Hand a task to another agent and get its answer. Targets: " + strings.Join(targets, ", "),
 		Parameters:  schema,
 	}
@@ -207,7 +202,7 @@ func (e *Engine) resolve(s plan.String) (string, error) {
 	if s.Deferred == nil {
 		return s.Value, nil
 	}
-	v, err := interp.EvalString(s, func(name string) (string, bool) {
+	v, err := eval.String(s, func(name string) (string, bool) {
 		v, ok := e.opts.LookupEnv(name)
 		if ok {
 			e.addSecret(v)
@@ -221,7 +216,7 @@ func (e *Engine) resolve(s plan.String) (string, error) {
 	return v, nil
 }
 
-// resolveURL is resolve for a URL: interp.EvalURL percent-encodes each
+// resolveURL is resolve for a URL: eval.URL percent-encodes each
 // interpolated value for its place, so a token holding + or & is sent as it
 // is. Each value read, its escaped form (what a server echoing the URL
 // would quote) and the URL join the redaction list.
@@ -229,11 +224,11 @@ func (e *Engine) resolveURL(s plan.String) (string, error) {
 	if s.Deferred == nil {
 		return s.Value, nil
 	}
-	v, err := interp.EvalURL(s, func(name string) (string, bool) {
+	v, err := eval.URL(s, func(name string) (string, bool) {
 		v, ok := e.opts.LookupEnv(name)
 		if ok {
 			e.addSecret(v)
-			e.addSecret(interp.EscapeURLData(v))
+			e.addSecret(eval.EscapeURLData(v))
 		}
 		return v, ok
 	})

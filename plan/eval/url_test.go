@@ -1,4 +1,4 @@
-package interp
+package eval
 
 import (
 	"net/url"
@@ -87,7 +87,7 @@ func TestEvalURLEscapesEachInterpolation(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.src, func(t *testing.T) {
-			raw, err := EvalURL(deferredURL(tc.src), env)
+			raw, err := URL(deferredURL(tc.src), env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestEvalURLEscapesEachInterpolation(t *testing.T) {
 }
 
 func TestEvalURLRefusesWhatIsNotAHost(t *testing.T) {
-	_, err := EvalURL(deferredURL(`"https://${env("HOST")}/x"`), envOf(map[string]string{"HOST": "evil.example/steal?"}))
+	_, err := URL(deferredURL(`"https://${env("HOST")}/x"`), envOf(map[string]string{"HOST": "evil.example/steal?"}))
 	if err == nil || !strings.Contains(err.Error(), "main.hcl:3:11") || !strings.Contains(err.Error(), "not a host name") {
 		t.Errorf("error %v, want the place and the reason", err)
 	}
@@ -111,18 +111,18 @@ func TestEvalURLRefusesWhatIsNotAHost(t *testing.T) {
 }
 
 func TestEvalURLLiteralsAndErrors(t *testing.T) {
-	if got, err := EvalURL(plan.Lit("https://example.com/?a=1+2"), nil); err != nil || got != "https://example.com/?a=1+2" {
+	if got, err := URL(plan.Lit("https://example.com/?a=1+2"), nil); err != nil || got != "https://example.com/?a=1+2" {
 		t.Errorf("a literal URL: %q %v", got, err)
 	}
-	if _, err := EvalURL(deferredURL(`"https://example.com/?k=${env("UNSET")}"`), envOf(nil)); err == nil {
+	if _, err := URL(deferredURL(`"https://example.com/?k=${env("UNSET")}"`), envOf(nil)); err == nil {
 		t.Error("an unset variable gave no error")
 	}
-	if _, err := EvalURL(deferredURL(`"https://example.com/?k=${`), envOf(nil)); err == nil {
+	if _, err := URL(deferredURL(`"https://example.com/?k=${`), envOf(nil)); err == nil {
 		t.Error("a broken expression gave no error")
 	}
 }
 
-// FuzzEvalURL: whatever an environment value holds, it comes back from
+// FuzzEvalURL (of URL): whatever an environment value holds, it comes back from
 // the query, a path segment and the fragment exactly, and moves no other
 // part of the URL.
 func FuzzEvalURL(f *testing.F) {
@@ -131,7 +131,7 @@ func FuzzEvalURL(f *testing.F) {
 	}
 	src := deferredURL(`"https://example.com/p/${env("V")}/end?k=${env("V")}&fixed=1#${env("V")}"`)
 	f.Fuzz(func(t *testing.T, v string) {
-		raw, err := EvalURL(src, envOf(map[string]string{"V": v}))
+		raw, err := URL(src, envOf(map[string]string{"V": v}))
 		if err != nil {
 			t.Fatal(err)
 		}

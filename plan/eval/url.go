@@ -1,8 +1,7 @@
-package interp
+package eval
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -12,10 +11,9 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/stdlib"
 )
 
-// EvalURL evaluates a URL kept for run time (an http tool's or an MCP
+// URL evaluates a URL kept for run time (an http tool's or an MCP
 // server's url that calls env()). The template's literal text is the URL's
 // structure, written by the configuration's author; the value of every
 // interpolation is data, percent-encoded (EscapeURLData) for the part of
@@ -28,22 +26,25 @@ import (
 // scheme and host, and one inside the host gives a host name, which must
 // then hold none of / ? # @ or spaces. An expression that is not a template
 // (env("URL") alone) is the whole URL, taken as it is.
-func EvalURL(s plan.String, lookupEnv func(string) (string, bool)) (string, error) {
+func URL(s plan.String, lookupEnv func(string) (string, bool)) (string, error) {
+	return New(lookupEnv).URL(s)
+}
+
+// URL is the package's URL, with this evaluator's parses and function
+// table.
+func (x *Evaluator) URL(s plan.String) (string, error) {
 	if s.Deferred == nil {
 		return s.Value, nil
 	}
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
-	expr, diags := parseDeferred(*s.Deferred)
+	expr, diags := x.parse(*s.Deferred)
 	if diags.HasErrors() {
 		return "", fmt.Errorf("%s: %w", s.Deferred.Range, diags)
 	}
 	tmpl, ok := expr.(*hclsyntax.TemplateExpr)
 	if !ok {
-		return EvalString(s, lookupEnv)
+		return x.String(s)
 	}
-	ctx := &hcl.EvalContext{Functions: stdlib.Functions(stdlib.Options{LookupEnv: lookupEnv})}
+	ctx := &hcl.EvalContext{Functions: x.functions()}
 	parts := make([]urlPart, len(tmpl.Parts))
 	for i, p := range tmpl.Parts {
 		if lit, ok := p.(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String && lit.Val.IsKnown() && !lit.Val.IsNull() {
