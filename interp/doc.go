@@ -8,6 +8,7 @@
 //
 // This package must not run agents, call models or tools, or read the
 // environment for anything but variables (SYMBI_VAR_*): an expression that
-// calls env() is kept as source and evaluated only at run time. Its engine
-// lives in interp/engine, which this package does not import.
+// calls env() is kept as source and evaluated only at run time. The engine
+// (package engine) runs the plans this package builds; neither imports the
+// other.
 package interp

@@ -1,6 +1,6 @@
 // Package plan defines the execution plan: the fully resolved, serialisable
 // value that the compiler (package interp) produces from a configuration and
-// the engine (package interp/engine) runs.
+// the engine (package engine) runs.
 //
 // A plan is plain data. Every reference is replaced by its target's address
 // ("model.fast"), every default is filled in, every file read is recorded with

@@ -21,7 +21,7 @@ func TestApprovedCannotBeForged(t *testing.T) {
 	if err != nil {
 		t.Skip("go command not found")
 	}
-	modRoot, err := filepath.Abs("../..")
+	modRoot, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +45,13 @@ var _ = policy.Approved(mine{})`, "cannot convert"},
 			t.Fatal(err)
 		}
 		// The overlay puts the file inside the module without writing to it.
-		target := filepath.Join(modRoot, "interp", "engine", "internal", "forge", "forge.go")
+		target := filepath.Join(modRoot, "engine", "internal", "forge", "forge.go")
 		ov, _ := json.Marshal(map[string]any{"Replace": map[string]string{target: file}})
 		ovPath := filepath.Join(dir, "overlay.json")
 		if err := os.WriteFile(ovPath, ov, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(gobin, "build", "-overlay", ovPath, "./interp/engine/internal/forge")
+		cmd := exec.Command(gobin, "build", "-overlay", ovPath, "./engine/internal/forge")
 		cmd.Dir = modRoot
 		out, err := cmd.CombinedOutput()
 		return string(out), err

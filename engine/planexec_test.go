@@ -43,7 +43,7 @@ func stepEvents(t *testing.T, evs []journal.Event) []string {
 }
 
 func TestPlanExecuteExample(t *testing.T) {
-	cfg, diags := interp.Compile("../../examples/plan_execute.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	cfg, diags := interp.Compile("../examples/plan_execute.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

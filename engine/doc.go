@@ -52,5 +52,17 @@
 // each call it had dispatched without a result by its tool's on_resume
 // (settleUnfinished), so a tool that writes never runs twice unasked.
 //
-// This package must not be imported by anything but repl and cmd/symbi.
+// # Where it lives
+//
+// The engine is a top-level package, not a part of the compiler: it reads
+// plans, never configurations. What a plan keeps for run time (expressions
+// that call env(), a best-of-N candidate's vary, scorer and key) it
+// evaluates through plan/eval, and the names it reserves are plan's. So it
+// imports neither interp nor lang, and a resume (ResumeRun) runs the plan.json
+// saved beside the journal without compiling anything again, as Terraform's
+// apply reads internal/plans without decoding internal/configs. Under
+// interp/ its folder said the opposite of what its imports do.
+//
+// This package must not import interp or lang, and must not be imported by
+// anything but repl and cmd/symbi.
 package engine

@@ -26,7 +26,7 @@ func bonStatusList(cs []Candidate) []string {
 }
 
 func TestBestOfNExampleMajorityVote(t *testing.T) {
-	cfg, diags := interp.Compile("../../examples/best_of_n.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	cfg, diags := interp.Compile("../examples/best_of_n.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -119,7 +119,7 @@ func eventTypes(evs []journal.Event) []string {
 }
 
 func TestQuickstart(t *testing.T) {
-	cfg, diags := interp.Compile("../../examples/quickstart.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	cfg, diags := interp.Compile("../examples/quickstart.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

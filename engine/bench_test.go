@@ -165,7 +165,7 @@ func bareClient(url string, transport http.RoundTripper) *goopenai.Client {
 // each body to its end, is timed too (engine/bare-drained): the engine's
 // overhead with connection reuse taken out of the comparison.
 //
-//	go test -run '^$' -bench ReactLoop100 -benchtime 20x ./interp/engine/
+//	go test -run '^$' -bench ReactLoop100 -benchtime 20x ./engine/
 func BenchmarkReactLoop100(b *testing.B) {
 	const iterations = 100
 	srv := fakeserver.New(b, fakeserver.WithHandler(counting(iterations)), fakeserver.WithoutHistory())
@@ -290,7 +290,7 @@ func (m loopModel) Stream(ctx context.Context, req provider.Request, onEvent fun
 // context strategy the run holds a bounded conversation, so the ratio
 // stays near 1.
 //
-//	go test -run '^$' -bench Memory1000 -benchtime 1x ./interp/engine/
+//	go test -run '^$' -bench Memory1000 -benchtime 1x ./engine/
 func BenchmarkMemory1000(b *testing.B) {
 	const iterations = 1000
 	p, dir := fixture{"main.hcl": benchHCL("http://127.0.0.1:1/v1", iterations)}.compile(b)
@@ -337,7 +337,7 @@ func BenchmarkMemory1000(b *testing.B) {
 // the in-memory model. On a loaded machine it moves far less than the
 // engine/bare ratio, so it is the figure to compare changes to the loop by.
 //
-//	go test -run '^$' -bench ReactInMemory100 -benchmem ./interp/engine/
+//	go test -run '^$' -bench ReactInMemory100 -benchmem ./engine/
 func BenchmarkReactInMemory100(b *testing.B) {
 	benchReactInMemory(b, benchHCL("http://127.0.0.1:1/v1", 100), nil)
 }
@@ -346,7 +346,7 @@ func BenchmarkReactInMemory100(b *testing.B) {
 // API key registered, so the redactor looks at every journal line, event
 // and model request (none of which holds the key).
 //
-//	go test -run '^$' -bench ReactInMemory100Secrets -benchmem ./interp/engine/
+//	go test -run '^$' -bench ReactInMemory100Secrets -benchmem ./engine/
 func BenchmarkReactInMemory100Secrets(b *testing.B) {
 	hcl := strings.Replace(benchHCL("http://127.0.0.1:1/v1", 100), `name     = "fake-model"`, `name     = "fake-model"
   api_key_env = "BENCH_KEY"`, 1)

@@ -467,7 +467,7 @@ func TestRequestCache(t *testing.T) {
 // BenchmarkRedactorJSON is the redactor's cost on a journal line that
 // holds no secret (the common case) with one secret registered, per byte.
 //
-//	go test -run '^$' -bench RedactorJSON ./interp/engine/
+//	go test -run '^$' -bench RedactorJSON ./engine/
 func BenchmarkRedactorJSON(b *testing.B) {
 	var x redactor
 	x.add("sk-bench-5f8e2a91c4d7")

@@ -21,7 +21,7 @@ const benchLatency = 50 * time.Millisecond
 // the same 8 requests sent straight through go-openai, 4 at a time, with
 // no engine in between.
 //
-//	go test ./interp/engine/ -run '^$' -bench BestOfN -benchtime 20x
+//	go test ./engine/ -run '^$' -bench BestOfN -benchtime 20x
 func BenchmarkBestOfN(b *testing.B) {
 	srv := fakeserver.New(b, fakeserver.WithLatency(benchLatency), fakeserver.WithoutHistory(), fakeserver.WithHandler(func(int, fakeserver.Request) fakeserver.Reply {
 		return fakeserver.Text("42")

@@ -35,7 +35,7 @@ func verdicts(rs []journal.ReflectionEvaluatedData) []string {
 }
 
 func TestReflectExampleEvaluatorRevisesThenPasses(t *testing.T) {
-	cfg, diags := interp.Compile("../../examples/reflect.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	cfg, diags := interp.Compile("../examples/reflect.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -60,7 +60,7 @@ func TestReflectExampleEvaluatorRevisesThenPasses(t *testing.T) {
 }
 
 func TestReflectExampleRubricRetriesThenPasses(t *testing.T) {
-	cfg, diags := interp.Compile("../../examples/reflect_rubric.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	cfg, diags := interp.Compile("../examples/reflect_rubric.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

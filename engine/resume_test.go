@@ -61,7 +61,7 @@ func TestSymbiProcess(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "symbi")
 	build := exec.Command(gobin, "build", "-o", bin, "./cmd/symbi")
-	build.Dir = "../.."
+	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
