@@ -8,8 +8,8 @@ import (
 )
 
 // usageOf is what the accountant has counted, as policies and results see it.
-func usageOf(a *budget.Accountant) policy.Usage {
-	return a.Usage().Policy()
+func usageOf(a *budget.Accountant) budget.Amount {
+	return a.Usage().Amount()
 }
 
 // remainingCost is what the router may still spend, and whether the

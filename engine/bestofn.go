@@ -152,7 +152,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		}
 		runErr = r.prehydrate(runCtx)
 		r.ro.SideEffects = sideEffects
-		if res, _, err := ledger.reserve(policy.Usage{}, plan.Budget{}); err == nil {
+		if res, _, err := ledger.reserve(budget.Amount{}, plan.Budget{}); err == nil {
 			if err := res.reconcile(usageOf(r.acct)); err != nil && runErr == nil {
 				runErr = err
 			}
@@ -217,7 +217,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 
 // bonFinish is finish for a best-of-N run: the usage is the ledger's, not
 // an accountant's, and the iterations are the candidates'.
-func (r *run) bonFinish(ctx context.Context, err error, usage policy.Usage) *Result {
+func (r *run) bonFinish(ctx context.Context, err error, usage budget.Amount) *Result {
 	t := r.classify(ctx, ctx, err)
 	var te *bonTimeoutError
 	if errors.As(err, &te) {
@@ -291,7 +291,7 @@ func (e *Engine) bonVary(exprs *eval.Evaluator, bon *plan.BestOfN, index int, ba
 // bonGenerate runs one candidate: a full run of the agent, persisting
 // nothing, under its own accountant funded by the ledger.
 func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bonLedger, own plan.Budget, index int, ro RunOptions) bonGeneration {
-	est := policy.Usage{ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
+	est := budget.Amount{ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
 	res, allowance, err := ledger.reserve(est, own)
 	if err != nil {
 		return bonGeneration{Stop: err, Termination: string(BudgetExceeded)}
@@ -417,7 +417,7 @@ func (e *Engine) bonJudge(ctx context.Context, parent *run, bon *plan.BestOfN, l
 	if judge == nil {
 		return bonScore{Err: fmt.Errorf("judge %s is not in the plan", bon.Scorer.Judge)}
 	}
-	est := policy.Usage{ModelCalls: bon.Estimate.ScorerModelCallsPerCandidate, TotalTokens: bon.Estimate.ScorerTotalTokensPerCandidate}
+	est := budget.Amount{ModelCalls: bon.Estimate.ScorerModelCallsPerCandidate, TotalTokens: bon.Estimate.ScorerTotalTokensPerCandidate}
 	res, allowance, err := ledger.reserve(est, e.plan.Budget(judge.Budget))
 	if err != nil {
 		return bonScore{Stop: err}

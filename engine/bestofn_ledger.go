@@ -6,7 +6,6 @@ import (
 
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/policy"
 )
 
 // bonLedger is a best-of-N run's aggregate budget: the limits of the
@@ -24,8 +23,8 @@ import (
 type bonLedger struct {
 	mu       sync.Mutex
 	limits   plan.Budget
-	used     policy.Usage
-	reserved policy.Usage
+	used     budget.Amount
+	reserved budget.Amount
 	err      error // the first exhaustion; sticky
 }
 
@@ -34,14 +33,14 @@ func newBonLedger(limits plan.Budget) *bonLedger { return &bonLedger{limits: lim
 // bonReservation is one stage's claim on the ledger.
 type bonReservation struct {
 	l    *bonLedger
-	est  policy.Usage
+	est  budget.Amount
 	done bool
 }
 
 // reserve claims est for one stage and returns the budget the stage may run
 // under: own's limits capped by the ledger's unreserved remainder plus est.
 // An error (a *budget.Exceeded) means the ledger cannot fund the stage.
-func (l *bonLedger) reserve(est policy.Usage, own plan.Budget) (*bonReservation, plan.Budget, error) {
+func (l *bonLedger) reserve(est budget.Amount, own plan.Budget) (*bonReservation, plan.Budget, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
@@ -98,7 +97,7 @@ func (l *bonLedger) reserve(est policy.Usage, own plan.Budget) (*bonReservation,
 
 // reconcile replaces the stage's reservation with what it used, and reports
 // the first limit overspent (sticky: every later reserve fails with it).
-func (r *bonReservation) reconcile(actual policy.Usage) error {
+func (r *bonReservation) reconcile(actual budget.Amount) error {
 	if r == nil {
 		return nil
 	}
@@ -155,14 +154,14 @@ func (l *bonLedger) exhausted() error {
 }
 
 // usage is what every stage has reported so far.
-func (l *bonLedger) usage() policy.Usage {
+func (l *bonLedger) usage() budget.Amount {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.used
 }
 
-func bonSubUsage(a, b policy.Usage) policy.Usage {
-	return policy.Usage{
+func bonSubUsage(a, b budget.Amount) budget.Amount {
+	return budget.Amount{
 		ModelCalls:       max(a.ModelCalls-b.ModelCalls, 0),
 		ToolCalls:        max(a.ToolCalls-b.ToolCalls, 0),
 		PromptTokens:     max(a.PromptTokens-b.PromptTokens, 0),

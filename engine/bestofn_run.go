@@ -8,15 +8,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/policy"
 )
 
 // bonGeneration is how one candidate's generation ended.
 type bonGeneration struct {
 	Content     string
-	Usage       policy.Usage
+	Usage       budget.Amount
 	Termination string
 	Iterations  int
 	// Status is empty when the candidate produced an answer, else the
@@ -33,7 +33,7 @@ type bonScore struct {
 	Score     float64
 	Accepted  bool
 	Rationale string
-	Usage     policy.Usage
+	Usage     budget.Amount
 	Err       error
 	Stop      error // as in bonGeneration
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/policy"
 )
 
 // fakeBon builds a bonRunner whose generation and scoring are functions of
@@ -60,7 +60,7 @@ func (f *fakeBon) runner(cfg plan.BestOfN, gen func(ctx context.Context, i int) 
 
 func bonAnswers(contents ...string) func(ctx context.Context, i int) bonGeneration {
 	return func(ctx context.Context, i int) bonGeneration {
-		return bonGeneration{Content: contents[i], Usage: policy.Usage{ModelCalls: 1, TotalTokens: int64(10 + i)}, Termination: "completed"}
+		return bonGeneration{Content: contents[i], Usage: budget.Amount{ModelCalls: 1, TotalTokens: int64(10 + i)}, Termination: "completed"}
 	}
 }
 
@@ -156,7 +156,7 @@ func TestBestOfNRunnerScoringOutcomes(t *testing.T) {
 	score := func(c *Candidate) bonScore {
 		switch c.Content {
 		case "good":
-			return bonScore{Score: 0.9, Accepted: true, Usage: policy.Usage{ModelCalls: 1}}
+			return bonScore{Score: 0.9, Accepted: true, Usage: budget.Amount{ModelCalls: 1}}
 		case "weak":
 			return bonScore{Score: 0.3, Accepted: true}
 		case "unsafe":

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/budget"
 )
 
 // CandidateStatus says how far one best-of-N candidate got. Each way a
@@ -51,8 +51,8 @@ type Candidate struct {
 	Content string `json:"content,omitempty"`
 	// Usage is what generating the candidate cost; ScorerUsage what scoring it cost.
 	// Selection compares their sum, the candidate's accounted usage.
-	Usage       policy.Usage  `json:"usage"`
-	ScorerUsage policy.Usage  `json:"scorer_usage"`
+	Usage       budget.Amount `json:"usage"`
+	ScorerUsage budget.Amount `json:"scorer_usage"`
 	Elapsed     time.Duration `json:"elapsed_ns"`
 	// Termination is the candidate run's own termination reason, and
 	// Iterations its loop iterations.
@@ -63,7 +63,7 @@ type Candidate struct {
 
 // AccountedUsage is generation plus scoring: what the candidate cost the
 // shared budget.
-func (c *Candidate) AccountedUsage() policy.Usage {
+func (c *Candidate) AccountedUsage() budget.Amount {
 	return bonAddUsage(c.Usage, c.ScorerUsage)
 }
 
@@ -165,8 +165,8 @@ func selectMajority(cs []Candidate, among []int, tieTolerance float64) int {
 }
 
 // bonAddUsage adds saturating: accounting never wraps around to reopen capacity.
-func bonAddUsage(a, b policy.Usage) policy.Usage {
-	return policy.Usage{
+func bonAddUsage(a, b budget.Amount) budget.Amount {
+	return budget.Amount{
 		ModelCalls:       bonSatAdd(a.ModelCalls, b.ModelCalls),
 		ToolCalls:        bonSatAdd(a.ToolCalls, b.ToolCalls),
 		PromptTokens:     bonSatAdd(a.PromptTokens, b.PromptTokens),

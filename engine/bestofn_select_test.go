@@ -4,13 +4,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/budget"
 )
 
 func bonEligible(index int, score float64, cost float64, tokens int64, key string) Candidate {
 	return Candidate{
 		Index: index, Status: StatusEligible, Score: score, Scored: true, Key: key,
-		Usage: policy.Usage{CostUSD: cost, TotalTokens: tokens},
+		Usage: budget.Amount{CostUSD: cost, TotalTokens: tokens},
 	}
 }
 
@@ -158,7 +158,7 @@ func TestBestOfNSelectNoEligible(t *testing.T) {
 }
 
 func TestBestOfNAccountingSaturates(t *testing.T) {
-	u := bonAddUsage(policy.Usage{TotalTokens: 1 << 62}, policy.Usage{TotalTokens: 1 << 62})
+	u := bonAddUsage(budget.Amount{TotalTokens: 1 << 62}, budget.Amount{TotalTokens: 1 << 62})
 	if u.TotalTokens <= 0 {
 		t.Fatalf("total tokens wrapped to %d", u.TotalTokens)
 	}

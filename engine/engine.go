@@ -123,7 +123,7 @@ type Result struct {
 	Mode        string
 	Answer      string
 	Termination Termination
-	Usage       policy.Usage
+	Usage       budget.Amount
 	Iterations  int
 	Elapsed     time.Duration
 }

@@ -194,7 +194,7 @@ func (r *run) policyInput(a policy.Action) policy.Input {
 	in := r.input0
 	in.Action = a
 	in.Run.Iteration = r.iter
-	in.Run.Usage = usageOf(r.acct)
+	in.Run.Usage = policy.Usage(usageOf(r.acct))
 	return in
 }
 

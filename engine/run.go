@@ -64,7 +64,7 @@ type run struct {
 	// (see dispatch); made on the first such round, stopped between them.
 	slowRound *time.Timer
 	// usageAtStart is the shared accountant's usage when the run began.
-	usageAtStart policy.Usage
+	usageAtStart budget.Amount
 	// input0 is the policy input without the action, iteration and usage.
 	input0 policy.Input
 	// progress notices a tool that keeps failing the same way (the agent's
@@ -347,7 +347,7 @@ func (r *run) finish(ctx, parent context.Context, err error) *Result {
 // conclude ends a run with termination t: the Result (redacted, as the
 // caller prints it), the terminated event, and the journal's close. Every
 // way a run ends goes through it, best-of-N included.
-func (r *run) conclude(t Termination, usage policy.Usage) *Result {
+func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 	res := &Result{
 		RunID:       r.id,
 		Agent:       r.agent.Address,
@@ -409,13 +409,13 @@ func (r *run) conclude(t Termination, usage policy.Usage) *Result {
 // ownUsage is what this run consumed: all of its accountant's usage, or,
 // when the accountant is shared with a caller (a delegation, an evaluator),
 // what was added since the run started.
-func (r *run) ownUsage() policy.Usage {
+func (r *run) ownUsage() budget.Amount {
 	u := usageOf(r.acct)
 	if r.ro.Budget == nil {
 		return u
 	}
 	s := r.usageAtStart
-	return policy.Usage{
+	return budget.Amount{
 		ModelCalls:       u.ModelCalls - s.ModelCalls,
 		ToolCalls:        u.ToolCalls - s.ToolCalls,
 		PromptTokens:     u.PromptTokens - s.PromptTokens,

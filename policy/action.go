@@ -47,7 +47,9 @@ type AgentInfo struct {
 	DelegationDepth int    `json:"delegation_depth"`
 }
 
-// Usage is what a run has consumed so far.
+// Usage is what a run has consumed so far: the input's run.usage. It is a
+// plain type of its own, so this package needs nothing of the budget's; the
+// engine converts the budget's budget.Amount, which has the same fields.
 type Usage struct {
 	ModelCalls       int64   `json:"model_calls"`
 	ToolCalls        int64   `json:"tool_calls"`
