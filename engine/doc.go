@@ -64,5 +64,6 @@
 // interp/ its folder said the opposite of what its imports do.
 //
 // This package must not import interp or lang, and must not be imported by
-// anything but repl and cmd/symbi.
+// anything but repl and cmd/symbi (deps_test.go, at the module's root,
+// fails on either).
 package engine

@@ -8,7 +8,7 @@
 //
 // This package must not run agents, call models or tools, or read the
 // environment for anything but variables (SYMBI_VAR_*): an expression that
-// calls env() is kept as source and evaluated only at run time. The engine
-// (package engine) runs the plans this package builds; neither imports the
-// other.
+// calls env() is kept as source and evaluated only at run time. It must not
+// import the engine: package engine runs the plans this package builds, and
+// does not import it either.
 package interp
