@@ -62,7 +62,16 @@ var allowed = map[string][]string{
 
 	// The runtime: it reads plans, never the compiler (no lang, no interp).
 	"engine": {"budget", "builtins", "convo", "journal", "knowledge", "plan", "plan/eval", "policy",
-		"provider", "provider/openai", "provider/scripted", "routing", "seal", "stdlib"},
+		"provider", "provider/openai", "provider/scripted", "routing", "seal", "stdlib",
+		"engine/internal/answer", "engine/internal/bestofn", "engine/internal/planexec",
+		"engine/internal/progress", "engine/internal/reflection"},
+	// The engine's pure parts, each a package of its own; the drivers that
+	// need a run stay in the engine.
+	"engine/internal/answer":     nil,
+	"engine/internal/progress":   {"plan"},
+	"engine/internal/reflection": {"engine/internal/answer", "plan"},
+	"engine/internal/planexec":   {"engine/internal/answer", "provider"},
+	"engine/internal/bestofn":    {"budget", "engine/internal/answer", "journal", "plan", "plan/eval"},
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "interp", "journal", "plan", "plan/eval", "policy", "stdlib"},

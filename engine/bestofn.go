@@ -16,9 +16,10 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/engine/internal/bestofn"
+	"github.com/symbi-dev/symbi/engine/internal/reflection"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/plan/eval"
@@ -36,6 +37,31 @@ type BestOfNResult struct {
 	Selected   *Candidate
 	Candidates []Candidate
 }
+
+// The best-of-N pieces (package engine/internal/bestofn), under the names
+// the engine has always exported.
+type (
+	// Candidate is one best-of-N candidate, reported in index order.
+	Candidate = bestofn.Candidate
+	// CandidateStatus says how far one best-of-N candidate got.
+	CandidateStatus = bestofn.Status
+)
+
+// The candidate statuses (see package bestofn for each).
+const (
+	StatusEligible          = bestofn.Eligible
+	StatusRejected          = bestofn.Rejected
+	StatusGenerationFailed  = bestofn.GenerationFailed
+	StatusScoringFailed     = bestofn.ScoringFailed
+	StatusBudgetExceeded    = bestofn.BudgetExceeded
+	StatusSideEffectBlocked = bestofn.SideEffectBlocked
+	StatusCancelled         = bestofn.Cancelled
+	StatusTimedOut          = bestofn.TimedOut
+	StatusSkipped           = bestofn.Skipped
+)
+
+// ErrNoEligibleCandidate is returned when every candidate was rejected or failed.
+var ErrNoEligibleCandidate = bestofn.ErrNoEligibleCandidate
 
 // ErrUnknownBestOfN is returned for a best_of_n block the plan does not have.
 var ErrUnknownBestOfN = errors.New("unknown best_of_n block")
@@ -74,13 +100,13 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	}
 	agentBudget := e.plan.Budget(e.plan.Agent(bon.Agent).Budget)
 	exprs := eval.New(e.opts.LookupEnv)
-	var ledger *bonLedger
+	var ledger *bestofn.Ledger
 	aggregate := plan.Budget{}
 	if bon.Budget != "" {
 		aggregate = e.plan.Budget(bon.Budget)
-		ledger = newBonLedger(aggregate)
+		ledger = bestofn.NewLedger(aggregate)
 	} else {
-		ledger = newBonLedger(plan.Budget{}) // no aggregate limits: accounting only
+		ledger = bestofn.NewLedger(plan.Budget{}) // no aggregate limits: accounting only
 	}
 	parentRO := ro
 	parentRO.Budget = budget.New(aggregate)
@@ -152,8 +178,8 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		}
 		runErr = r.prehydrate(runCtx)
 		r.ro.SideEffects = sideEffects
-		if res, _, err := ledger.reserve(budget.Amount{}, plan.Budget{}); err == nil {
-			if err := res.reconcile(usageOf(r.acct)); err != nil && runErr == nil {
+		if res, _, err := ledger.Reserve(budget.Amount{}, plan.Budget{}); err == nil {
+			if err := res.Reconcile(usageOf(r.acct)); err != nil && runErr == nil {
 				runErr = err
 			}
 		}
@@ -164,24 +190,24 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			out.Candidates[i] = Candidate{Index: i, Status: StatusSkipped, Error: runErr}
 		}
 	} else {
-		b := &bonRunner{
-			cfg:  cfg,
-			now:  e.opts.Now,
-			vary: func(i int) (RunOptions, map[string]any, error) { return e.bonVary(exprs, bon, i, ro) },
-			record: func(typ string, data any) {
+		b := &bestofn.Runner[RunOptions]{
+			Config: cfg,
+			Now:    e.opts.Now,
+			Vary:   func(i int) (RunOptions, map[string]any, error) { return e.varyOptions(exprs, bon, i, ro) },
+			Record: func(typ string, data any) {
 				if waitOpen() == nil {
 					_ = r.record(typ, data)
 				}
 			},
 		}
-		b.generate = func(ctx context.Context, i int, cro RunOptions) bonGeneration {
-			return e.bonGenerate(ctx, r, exprs, bon, ledger, agentBudget, i, cro)
+		b.Generate = func(ctx context.Context, i int, cro RunOptions) bestofn.Generation {
+			return e.generateCandidate(ctx, r, exprs, bon, ledger, agentBudget, i, cro)
 		}
-		b.score = func(ctx context.Context, c *Candidate) bonScore {
-			return e.bonScore(ctx, r, exprs, bon, ledger, input, c)
+		b.Score = func(ctx context.Context, c *Candidate) bestofn.Score {
+			return e.scoreCandidate(ctx, r, exprs, bon, ledger, input, c)
 		}
-		b.key = func(c *Candidate) (string, error) { return e.bonKey(exprs, bon, c) }
-		o := b.run(runCtx)
+		b.Key = func(c *Candidate) (string, error) { return bestofn.Key(exprs, bon, c) }
+		o := b.Run(runCtx)
 		if err := waitOpen(); err != nil {
 			return nil, err
 		}
@@ -198,7 +224,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			r.emitDelta(out.Selected.Content)
 			r.complete(out.Selected.Content)
 		case o.TimedOut:
-			runErr = &bonTimeoutError{timeout: cfg.Timeout.Std()}
+			runErr = &bestOfNTimeoutError{timeout: cfg.Timeout.Std()}
 		default:
 			runErr = ErrNoEligibleCandidate
 		}
@@ -211,35 +237,35 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		// could not is a failed run, in the journal as in the result.
 		runErr = r.persistKnowledge(ctx)
 	}
-	out.Result = *r.bonFinish(ctx, runErr, ledger.usage())
+	out.Result = *r.finishBestOfN(ctx, runErr, ledger.Usage())
 	return out, nil
 }
 
-// bonFinish is finish for a best-of-N run: the usage is the ledger's, not
+// finishBestOfN is finish for a best-of-N run: the usage is the ledger's, not
 // an accountant's, and the iterations are the candidates'.
-func (r *run) bonFinish(ctx context.Context, err error, usage budget.Amount) *Result {
+func (r *run) finishBestOfN(ctx context.Context, err error, usage budget.Amount) *Result {
 	t := r.classify(ctx, ctx, err)
-	var te *bonTimeoutError
+	var te *bestOfNTimeoutError
 	if errors.As(err, &te) {
 		t = Termination{Reason: TimedOut, Limit: "timeout", Detail: err.Error(), Err: err}
 	}
 	return r.conclude(t, usage)
 }
 
-// bonTimeoutError ends a best-of-N run whose deadline passed before any
+// bestOfNTimeoutError ends a best-of-N run whose deadline passed before any
 // candidate became eligible. It wraps ErrNoEligibleCandidate.
-type bonTimeoutError struct{ timeout time.Duration }
+type bestOfNTimeoutError struct{ timeout time.Duration }
 
-func (e *bonTimeoutError) Error() string {
+func (e *bestOfNTimeoutError) Error() string {
 	return fmt.Sprintf("%v: the timeout (%s) passed first", ErrNoEligibleCandidate, e.timeout)
 }
-func (e *bonTimeoutError) Unwrap() error { return ErrNoEligibleCandidate }
+func (e *bestOfNTimeoutError) Unwrap() error { return ErrNoEligibleCandidate }
 
-// bonVary evaluates the block's vary expressions for candidate index and
+// varyOptions evaluates the block's vary expressions for candidate index and
 // applies them to the candidate's run options. vary may set temperature,
 // max_output_tokens and system (the compiler refuses other fields); any
 // other field in a hand-edited plan fails the candidate.
-func (e *Engine) bonVary(exprs *eval.Evaluator, bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
+func (e *Engine) varyOptions(exprs *eval.Evaluator, bon *plan.BestOfN, index int, base RunOptions) (RunOptions, map[string]any, error) {
 	ro := RunOptions{
 		SideEffects: bon.SideEffects,
 		NoJournal:   true,
@@ -254,7 +280,7 @@ func (e *Engine) bonVary(exprs *eval.Evaluator, bon *plan.BestOfN, index int, ba
 	}
 	applied := map[string]any{}
 	vars := map[string]cty.Value{"candidate": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(index))})}
-	for _, field := range bonSortedKeys(bon.Vary) {
+	for _, field := range sortedKeys(bon.Vary) {
 		ex := bon.Vary[field]
 		v, diags := exprs.Deferred(ex, vars)
 		if diags.HasErrors() {
@@ -262,16 +288,16 @@ func (e *Engine) bonVary(exprs *eval.Evaluator, bon *plan.BestOfN, index int, ba
 		}
 		switch field {
 		case "temperature":
-			f, err := ctyNumber(v)
+			f, err := bestofn.Number(v)
 			if err != nil || f < 0 {
-				return ro, applied, fmt.Errorf("vary.temperature (%s): want a number of at least 0, got %s", ex.Range, ctyText(v))
+				return ro, applied, fmt.Errorf("vary.temperature (%s): want a number of at least 0, got %s", ex.Range, bestofn.Describe(v))
 			}
 			ro.Temperature = &f
 			applied[field] = f
 		case "max_output_tokens":
-			f, err := ctyNumber(v)
+			f, err := bestofn.Number(v)
 			if err != nil || f < 1 || f != math.Trunc(f) || f > math.MaxInt32 {
-				return ro, applied, fmt.Errorf("vary.max_output_tokens (%s): want a whole number of at least 1, got %s", ex.Range, ctyText(v))
+				return ro, applied, fmt.Errorf("vary.max_output_tokens (%s): want a whole number of at least 1, got %s", ex.Range, bestofn.Describe(v))
 			}
 			ro.MaxOutputTokens = int(f)
 			applied[field] = int(f)
@@ -288,32 +314,32 @@ func (e *Engine) bonVary(exprs *eval.Evaluator, bon *plan.BestOfN, index int, ba
 	return ro, applied, nil
 }
 
-// bonGenerate runs one candidate: a full run of the agent, persisting
+// generateCandidate runs one candidate: a full run of the agent, persisting
 // nothing, under its own accountant funded by the ledger.
-func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bonLedger, own plan.Budget, index int, ro RunOptions) bonGeneration {
+func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bestofn.Ledger, own plan.Budget, index int, ro RunOptions) bestofn.Generation {
 	est := budget.Amount{ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
-	res, allowance, err := ledger.reserve(est, own)
+	res, allowance, err := ledger.Reserve(est, own)
 	if err != nil {
-		return bonGeneration{Stop: err, Termination: string(BudgetExceeded)}
+		return bestofn.Generation{Stop: err, Termination: string(BudgetExceeded)}
 	}
 	ro.Budget = budget.New(allowance)
 	ro.RunID = fmt.Sprintf("%s.c%d", parent.id, index)
 	if bon.SideEffects == SideEffectsIsolate && parent.agent.Loop.Mode == "plan_execute" {
-		res.release()
-		return bonGeneration{Status: StatusSideEffectBlocked, Err: errors.New("plan execution is not allowed under side_effects = \"isolate\""), Termination: string(Failed)}
+		res.Release()
+		return bestofn.Generation{Status: StatusSideEffectBlocked, Err: errors.New("plan execution is not allowed under side_effects = \"isolate\""), Termination: string(Failed)}
 	}
 	cr, err := e.newRun(ctx, parent.agent.Address, parent.input, ro)
 	if err != nil {
-		res.release()
-		return bonGeneration{Status: StatusGenerationFailed, Err: err, Termination: string(Failed)}
+		res.Release()
+		return bestofn.Generation{Status: StatusGenerationFailed, Err: err, Termination: string(Failed)}
 	}
 	cr.conv = append([]provider.Message(nil), parent.conv...) // the task, pre-hydrated once
-	if sys, ok := bonSystem(exprs, bon, index); ok {
+	if sys, ok := bestofn.System(exprs, bon, index); ok {
 		cr.conv = replaceSystem(cr.conv, sys)
 	}
 	result := cr.execute(ctx)
-	g := bonGeneration{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason), Iterations: result.Iterations}
-	if stop := res.reconcile(result.Usage); stop != nil {
+	g := bestofn.Generation{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason), Iterations: result.Iterations}
+	if stop := res.Reconcile(result.Usage); stop != nil {
 		g.Stop = stop
 		return g
 	}
@@ -328,33 +354,15 @@ func (e *Engine) bonGenerate(ctx context.Context, parent *run, exprs *eval.Evalu
 	case BudgetExceeded, MaxIterations:
 		// The candidate's own accountant: the agent's limit, or the share
 		// of the aggregate it was funded with.
-		g.Status, g.Err = StatusBudgetExceeded, peTerminationErr(t)
+		g.Status, g.Err = StatusBudgetExceeded, terminationErr(t)
 	case TimedOut:
-		g.Status, g.Err = StatusTimedOut, peTerminationErr(t)
+		g.Status, g.Err = StatusTimedOut, terminationErr(t)
 	case Cancelled:
-		g.Status, g.Err = StatusCancelled, peTerminationErr(t)
+		g.Status, g.Err = StatusCancelled, terminationErr(t)
 	default:
-		g.Status, g.Err = StatusGenerationFailed, peTerminationErr(t)
+		g.Status, g.Err = StatusGenerationFailed, terminationErr(t)
 	}
 	return g
-}
-
-// bonSystem is the varied system prompt for candidate index, if vary sets one.
-func bonSystem(exprs *eval.Evaluator, bon *plan.BestOfN, index int) (string, bool) {
-	ex, ok := bon.Vary["system"]
-	if !ok {
-		return "", false
-	}
-	vars := map[string]cty.Value{"candidate": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(index))})}
-	v, diags := exprs.Deferred(ex, vars)
-	if diags.HasErrors() {
-		return "", false
-	}
-	s, err := convert.Convert(v, cty.String)
-	if err != nil || s.IsNull() || !s.IsKnown() {
-		return "", false
-	}
-	return s.AsString(), true
 }
 
 func replaceSystem(conv []provider.Message, sys string) []provider.Message {
@@ -385,42 +393,33 @@ func sideEffectBlock(conv []provider.Message, mode string) string {
 	return ""
 }
 
-// judgePrompt is what a judge agent is asked about one candidate; the reply
-// format is documented in docs/reasoning.md.
-func judgePrompt(task, content string) string {
-	return "Judge one candidate answer to a task.\n\n<task>\n" + task + "\n</task>\n\n<candidate>\n" + content +
-		"\n</candidate>\n\nScore how well the candidate answers the task, from 0 (wrong or useless) to 1 (correct and complete). " +
-		"Set accepted to false if the candidate must not be used at all (unsafe, off-task).\n" +
-		`Reply with only a JSON object: {"score": <0..1>, "accepted": <true|false>, "rationale": "<one sentence>"}`
-}
-
-// bonScore scores one candidate with the block's scorer.
-func (e *Engine) bonScore(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bonLedger, input string, c *Candidate) bonScore {
+// scoreCandidate scores one candidate with the block's scorer.
+func (e *Engine) scoreCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bestofn.Ledger, input string, c *Candidate) bestofn.Score {
 	switch bon.Scorer.Kind {
 	case "judge":
-		return e.bonJudge(ctx, parent, bon, ledger, input, c)
+		return e.judgeCandidate(ctx, parent, bon, ledger, input, c)
 	case "expr":
-		v, diags := exprs.Deferred(*bon.Scorer.Expr, map[string]cty.Value{"candidate": candidateValue(c)})
+		v, diags := exprs.Deferred(*bon.Scorer.Expr, map[string]cty.Value{"candidate": bestofn.CandidateValue(c)})
 		if diags.HasErrors() {
-			return bonScore{Err: fmt.Errorf("scorer expr (%s): %s", bon.Scorer.Expr.Range, diags.Error())}
+			return bestofn.Score{Err: fmt.Errorf("scorer expr (%s): %s", bon.Scorer.Expr.Range, diags.Error())}
 		}
-		return scoreFromValue(v)
+		return bestofn.ScoreFromValue(v)
 	case "command":
-		return e.bonCommand(ctx, bon, input, c)
+		return e.commandScore(ctx, bon, input, c)
 	}
 	// No scorer (a plan written by hand): every candidate that answered counts alike.
-	return bonScore{Score: 1, Accepted: true}
+	return bestofn.Score{Score: 1, Accepted: true}
 }
 
-func (e *Engine) bonJudge(ctx context.Context, parent *run, bon *plan.BestOfN, ledger *bonLedger, input string, c *Candidate) bonScore {
+func (e *Engine) judgeCandidate(ctx context.Context, parent *run, bon *plan.BestOfN, ledger *bestofn.Ledger, input string, c *Candidate) bestofn.Score {
 	judge := e.plan.Agent(bon.Scorer.Judge)
 	if judge == nil {
-		return bonScore{Err: fmt.Errorf("judge %s is not in the plan", bon.Scorer.Judge)}
+		return bestofn.Score{Err: fmt.Errorf("judge %s is not in the plan", bon.Scorer.Judge)}
 	}
 	est := budget.Amount{ModelCalls: bon.Estimate.ScorerModelCallsPerCandidate, TotalTokens: bon.Estimate.ScorerTotalTokensPerCandidate}
-	res, allowance, err := ledger.reserve(est, e.plan.Budget(judge.Budget))
+	res, allowance, err := ledger.Reserve(est, e.plan.Budget(judge.Budget))
 	if err != nil {
-		return bonScore{Stop: err}
+		return bestofn.Score{Stop: err}
 	}
 	ro := RunOptions{
 		Budget:      budget.New(allowance),
@@ -434,13 +433,13 @@ func (e *Engine) bonJudge(ctx context.Context, parent *run, bon *plan.BestOfN, l
 	if judge.Loop.Mode == "reflect_and_retry" || judge.Loop.Mode == "plan_execute" {
 		ro.Mode = "simple" // a judge answers once; it does not plan or reflect per candidate
 	}
-	result, err := e.Run(ctx, judge.Address, judgePrompt(input, c.Content), ro)
+	result, err := e.Run(ctx, judge.Address, bestofn.JudgePrompt(input, c.Content), ro)
 	if err != nil {
-		res.release()
-		return bonScore{Err: fmt.Errorf("judge %s: %w", judge.Address, err)}
+		res.Release()
+		return bestofn.Score{Err: fmt.Errorf("judge %s: %w", judge.Address, err)}
 	}
-	s := bonScore{Usage: result.Usage}
-	if stop := res.reconcile(result.Usage); stop != nil {
+	s := bestofn.Score{Usage: result.Usage}
+	if stop := res.Reconcile(result.Usage); stop != nil {
 		s.Stop = stop
 		return s
 	}
@@ -448,7 +447,7 @@ func (e *Engine) bonJudge(ctx context.Context, parent *run, bon *plan.BestOfN, l
 		s.Err = fmt.Errorf("judge %s ended with %s", judge.Address, result.Termination)
 		return s
 	}
-	ev, err := parseScoreAnswer(result.Answer, nil)
+	ev, err := reflection.ParseScore(result.Answer, nil)
 	if err != nil {
 		s.Err = fmt.Errorf("judge %s: %w", judge.Address, err)
 		return s
@@ -460,81 +459,20 @@ func (e *Engine) bonJudge(ctx context.Context, parent *run, bon *plan.BestOfN, l
 	return s
 }
 
-// candidateValue is `candidate` in a scorer expr or selector key: index,
-// content, usage {prompt_tokens, completion_tokens, total_tokens, cost_usd}
-// (generation only: the scorer has not finished when these are evaluated)
-// and elapsed, in seconds.
-func candidateValue(c *Candidate) cty.Value {
-	return cty.ObjectVal(map[string]cty.Value{
-		"index":   cty.NumberIntVal(int64(c.Index)),
-		"content": cty.StringVal(c.Content),
-		"usage": cty.ObjectVal(map[string]cty.Value{
-			"prompt_tokens":     cty.NumberIntVal(c.Usage.PromptTokens),
-			"completion_tokens": cty.NumberIntVal(c.Usage.CompletionTokens),
-			"total_tokens":      cty.NumberIntVal(c.Usage.TotalTokens),
-			"cost_usd":          cty.NumberFloatVal(c.Usage.CostUSD),
-		}),
-		"elapsed": cty.NumberFloatVal(c.Elapsed.Seconds()),
-	})
-}
-
-// scoreFromValue reads an expr scorer's value: a number is the score (any
-// finite number; minimum_score compares against it), a bool accepts (1) or
-// rejects (0) the candidate.
-func scoreFromValue(v cty.Value) bonScore {
-	if v.IsNull() || !v.IsWhollyKnown() {
-		return bonScore{Err: errors.New("scorer expr gave no value")}
-	}
-	if v.Type() == cty.Bool {
-		if v.True() {
-			return bonScore{Score: 1, Accepted: true}
-		}
-		return bonScore{Score: 0, Accepted: false, Rationale: "the scorer expression is false"}
-	}
-	f, err := ctyNumber(v)
-	if err != nil {
-		return bonScore{Err: fmt.Errorf("scorer expr: want a number or a bool, got %s", ctyText(v))}
-	}
-	return bonScore{Score: f, Accepted: true}
-}
-
-// bonKey is the majority_vote key of a candidate, as text: a string as it
-// is, any other value as its JSON.
-func (e *Engine) bonKey(exprs *eval.Evaluator, bon *plan.BestOfN, c *Candidate) (string, error) {
-	if bon.Selector.Key == nil {
-		return strings.TrimSpace(c.Content), nil
-	}
-	v, diags := exprs.Deferred(*bon.Selector.Key, map[string]cty.Value{"candidate": candidateValue(c)})
-	if diags.HasErrors() {
-		return "", fmt.Errorf("%s: %s", bon.Selector.Key.Range, diags.Error())
-	}
-	if v.IsNull() || !v.IsWhollyKnown() {
-		return "", fmt.Errorf("%s: the key has no value", bon.Selector.Key.Range)
-	}
-	if v.Type() == cty.String {
-		return v.AsString(), nil
-	}
-	b, err := ctyjson.Marshal(v, v.Type())
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
-// bonCommand runs a command scorer: the candidate as JSON on stdin
+// commandScore runs a command scorer: the candidate as JSON on stdin
 // ({"index", "task", "content", "usage", "elapsed"}), a score on stdout (a
 // number, or {"score", "accepted", "rationale"}). No shell; the environment
 // is the block's env plus PATH; the process group is killed on timeout.
-func (e *Engine) bonCommand(ctx context.Context, bon *plan.BestOfN, input string, c *Candidate) bonScore {
+func (e *Engine) commandScore(ctx context.Context, bon *plan.BestOfN, input string, c *Candidate) bestofn.Score {
 	spec := bon.Scorer.Command
 	if spec == nil || len(spec.Argv) == 0 {
-		return bonScore{Err: errors.New("command scorer has no argv")}
+		return bestofn.Score{Err: errors.New("command scorer has no argv")}
 	}
 	argv := make([]string, len(spec.Argv))
 	for i, a := range spec.Argv {
 		v, err := eval.String(a, e.opts.LookupEnv)
 		if err != nil {
-			return bonScore{Err: fmt.Errorf("command scorer argv[%d]: %w", i, err)}
+			return bestofn.Score{Err: fmt.Errorf("command scorer argv[%d]: %w", i, err)}
 		}
 		if a.Deferred != nil {
 			e.addSecret(v)
@@ -545,10 +483,10 @@ func (e *Engine) bonCommand(ctx context.Context, bon *plan.BestOfN, input string
 	if p, ok := e.opts.LookupEnv("PATH"); ok {
 		env = append(env, "PATH="+p)
 	}
-	for _, k := range bonSortedKeys(spec.Env) {
+	for _, k := range sortedKeys(spec.Env) {
 		v, err := eval.String(spec.Env[k], e.opts.LookupEnv)
 		if err != nil {
-			return bonScore{Err: fmt.Errorf("command scorer env %s: %w", k, err)}
+			return bestofn.Score{Err: fmt.Errorf("command scorer env %s: %w", k, err)}
 		}
 		if spec.Env[k].Deferred != nil {
 			e.addSecret(v)
@@ -560,7 +498,7 @@ func (e *Engine) bonCommand(ctx context.Context, bon *plan.BestOfN, input string
 		"usage": map[string]any{"prompt_tokens": c.Usage.PromptTokens, "completion_tokens": c.Usage.CompletionTokens, "total_tokens": c.Usage.TotalTokens, "cost_usd": c.Usage.CostUSD},
 	})
 	if err != nil {
-		return bonScore{Err: err}
+		return bestofn.Score{Err: err}
 	}
 	cctx, cancel := context.WithTimeout(ctx, commandScorerTimeout)
 	defer cancel()
@@ -583,40 +521,15 @@ func (e *Engine) bonCommand(ctx context.Context, bon *plan.BestOfN, input string
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
-			return bonScore{Err: fmt.Errorf("command scorer timed out after %s", commandScorerTimeout)}
+			return bestofn.Score{Err: fmt.Errorf("command scorer timed out after %s", commandScorerTimeout)}
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if msg != "" {
-			return bonScore{Err: fmt.Errorf("command scorer: %w: %s", err, msg)}
+			return bestofn.Score{Err: fmt.Errorf("command scorer: %w: %s", err, msg)}
 		}
-		return bonScore{Err: fmt.Errorf("command scorer: %w", err)}
+		return bestofn.Score{Err: fmt.Errorf("command scorer: %w", err)}
 	}
-	return scoreFromCommand(stdout.String())
-}
-
-// scoreFromCommand reads a command scorer's output.
-func scoreFromCommand(out string) bonScore {
-	out = strings.TrimSpace(out)
-	if strings.HasPrefix(out, "{") {
-		var doc struct {
-			Score     *float64 `json:"score"`
-			Accepted  *bool    `json:"accepted"`
-			Rationale string   `json:"rationale"`
-		}
-		if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Score == nil {
-			return bonScore{Err: fmt.Errorf("command scorer printed %q: want a number or {\"score\": n}", peClip(out, 200))}
-		}
-		s := bonScore{Score: *doc.Score, Accepted: doc.Accepted == nil || *doc.Accepted, Rationale: doc.Rationale}
-		if math.IsNaN(s.Score) || math.IsInf(s.Score, 0) {
-			return bonScore{Err: errors.New("command scorer printed a score that is not finite")}
-		}
-		return s
-	}
-	var f float64
-	if _, err := fmt.Sscanf(out, "%g", &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(strings.TrimLeft(out, "+-.0123456789eE"), " \t\n") {
-		return bonScore{Err: fmt.Errorf("command scorer printed %q: want a number", peClip(out, 200))}
-	}
-	return bonScore{Score: f, Accepted: true}
+	return bestofn.ScoreFromCommand(stdout.String())
 }
 
 // limitedBuffer keeps the first max bytes written and drops the rest, so a
@@ -635,33 +548,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 
 func (b *limitedBuffer) String() string { return b.buf.String() }
 
-func ctyNumber(v cty.Value) (float64, error) {
-	n, err := convert.Convert(v, cty.Number)
-	if err != nil || n.IsNull() || !n.IsKnown() {
-		return 0, errors.New("not a number")
-	}
-	f, _ := n.AsBigFloat().Float64()
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, errors.New("not finite")
-	}
-	return f, nil
-}
-
-func ctyText(v cty.Value) string {
-	if v.IsNull() {
-		return "null"
-	}
-	if !v.IsWhollyKnown() {
-		return "an unknown value"
-	}
-	b, err := ctyjson.Marshal(v, v.Type())
-	if err != nil {
-		return v.Type().FriendlyName()
-	}
-	return string(b)
-}
-
-func bonSortedKeys[V any](m map[string]V) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

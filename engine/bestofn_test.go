@@ -306,23 +306,6 @@ best_of_n "answer" {
 	}
 }
 
-func TestBestOfNScoreFromCommand(t *testing.T) {
-	for out, want := range map[string]float64{"0.25\n": 0.25, " 3 ": 3, `{"score": 0.5}`: 0.5, "-1": -1} {
-		s := scoreFromCommand(out)
-		if s.Err != nil || s.Score != want || !s.Accepted {
-			t.Errorf("scoreFromCommand(%q) = %+v", out, s)
-		}
-	}
-	if s := scoreFromCommand(`{"score": 1, "accepted": false}`); s.Err != nil || s.Accepted {
-		t.Errorf("accepted false was ignored: %+v", s)
-	}
-	for _, bad := range []string{"", "high", "0.5 0.6", `{"nope": 1}`, "NaN"} {
-		if s := scoreFromCommand(bad); s.Err == nil {
-			t.Errorf("scoreFromCommand(%q) = %+v, want an error", bad, s)
-		}
-	}
-}
-
 func TestBestOfNAggregateBudgetStopsTheRun(t *testing.T) {
 	// Each candidate is estimated at one model call but uses two (a tool
 	// call, then the answer). With room for four calls, two candidates run;

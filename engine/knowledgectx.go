@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/engine/internal/answer"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/provider"
@@ -83,9 +84,9 @@ func (r *run) persistKnowledge(ctx context.Context) error {
 	// secret.
 	red := &r.e.secrets
 	f := knowledge.Fact{
-		Subject:    peClip(strings.TrimSpace(red.text(r.input)), 500),
+		Subject:    answer.Clip(strings.TrimSpace(red.text(r.input)), 500),
 		Predicate:  "was answered with",
-		Object:     peClip(strings.TrimSpace(red.text(r.answer)), 4000),
+		Object:     answer.Clip(strings.TrimSpace(red.text(r.answer)), 4000),
 		Confidence: autoPersistConfidence,
 		Source:     r.agent.Address + " run " + r.id,
 	}
@@ -106,7 +107,7 @@ func knowledgeQuery(input string, conv []provider.Message) string {
 	q := input
 	for i := len(conv) - 1; i >= 0; i-- {
 		if conv[i].Role == provider.ToolRole {
-			q += "\n" + peClip(conv[i].Content, 1000)
+			q += "\n" + answer.Clip(conv[i].Content, 1000)
 			break
 		}
 		if conv[i].Role == provider.User {

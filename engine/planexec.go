@@ -4,13 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
+	"github.com/symbi-dev/symbi/engine/internal/planexec"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
+
+// The plan_execute pieces (package engine/internal/planexec), under the
+// names the engine has always exported.
+type (
+	// PlanError says why a plan the model wrote cannot run. Kind is one of
+	// the PlanError* constants; test it with errors.As.
+	PlanError = planexec.Error
+	// StepFailedError is a plan step that failed while the plan could not
+	// go on without it.
+	StepFailedError = planexec.StepFailedError
+)
+
+// The kinds of PlanError.
+const (
+	PlanErrorInvalid           = planexec.KindInvalid
+	PlanErrorEmpty             = planexec.KindEmpty
+	PlanErrorDuplicateStep     = planexec.KindDuplicateStep
+	PlanErrorMissingID         = planexec.KindMissingID
+	PlanErrorUnknownDependency = planexec.KindUnknownDependency
+	PlanErrorCycle             = planexec.KindCycle
+	PlanErrorTooManySteps      = planexec.KindTooManySteps
+)
+
+// ErrStepTimeout is the cause of a step that ran past step_timeout.
+var ErrStepTimeout = planexec.ErrStepTimeout
 
 // maxReplans bounds replanning after failed steps (allow_replanning). The
 // budget (max_plan_steps, max_model_calls) bounds it too; this keeps a plan
@@ -27,7 +52,7 @@ func (r *run) planExecute(ctx context.Context) error {
 	if b := r.e.plan.Budget(r.agent.Budget).MaxPlanSteps; b > 0 && (limit <= 0 || int(b) < limit) {
 		limit = int(b)
 	}
-	results := map[string]stepResult{}
+	results := map[string]planexec.Result{}
 	tracker := NewProgressTracker(r.agent.Progress)
 	var order []string // step ids in the order their plans listed them
 	steps, err := r.makePlan(ctx, limit, nil, nil)
@@ -38,19 +63,19 @@ func (r *run) planExecute(ctx context.Context) error {
 		for _, s := range steps {
 			order = append(order, s.ID)
 		}
-		sched := &stepScheduler{
-			parallel:             max(cfg.MaxParallelSteps, 1),
-			stepTimeout:          cfg.StepTimeout.Std(),
-			continueAfterFailure: cfg.ContinueAfterStepFailure,
-			now:                  r.e.opts.Now,
-			before: func(s planStep) error {
+		sched := &planexec.Scheduler{
+			Parallel:             max(cfg.MaxParallelSteps, 1),
+			StepTimeout:          cfg.StepTimeout.Std(),
+			ContinueAfterFailure: cfg.ContinueAfterStepFailure,
+			Now:                  r.e.opts.Now,
+			Before: func(s planexec.Step) error {
 				if err := r.acct.PlanStep(); err != nil {
 					return err
 				}
 				return r.mustRecord(journal.StepStarted, journal.StepStartedData{StepID: s.ID, Attempt: replans + 1})
 			},
-			run: r.runPlanStep,
-			after: func(res stepResult) {
+			Run: r.runPlanStep,
+			After: func(res planexec.Result) {
 				data := journal.StepFinishedData{StepID: res.ID, Status: res.Status, Output: res.Output, DurationMS: res.Elapsed.Milliseconds()}
 				if res.Err != nil {
 					data.Error = res.Err.Error()
@@ -58,7 +83,7 @@ func (r *run) planExecute(ctx context.Context) error {
 				_ = r.record(journal.StepFinished, data)
 			},
 		}
-		err := sched.execute(ctx, steps, results)
+		err := sched.Execute(ctx, steps, results)
 		var failed *StepFailedError
 		if !errors.As(err, &failed) || !cfg.AllowReplanning || replans >= maxReplans || ctx.Err() != nil {
 			if err != nil {
@@ -111,16 +136,16 @@ const planProgressKey = "plan"
 // makePlan asks the model for a plan (or, after a failure, a plan for the
 // remaining work) and validates it. An invalid plan is sent back once with
 // what is wrong; a second invalid plan ends the run with its *PlanError.
-func (r *run) makePlan(ctx context.Context, limit int, done map[string]stepResult, failed *StepFailedError) ([]planStep, error) {
+func (r *run) makePlan(ctx context.Context, limit int, done map[string]planexec.Result, failed *StepFailedError) ([]planexec.Step, error) {
 	finished := map[string]bool{}
 	for id, res := range done {
-		finished[id] = res.Status == stepDone
+		finished[id] = res.Status == planexec.Done
 	}
 	msgs := []provider.Message{}
 	if r.agent.System != "" {
 		msgs = append(msgs, provider.Message{Role: provider.System, Content: r.agent.System})
 	}
-	msgs = append(msgs, provider.Message{Role: provider.User, Content: planPrompt(r.input, limit, r.tools.specs, done, failed)})
+	msgs = append(msgs, provider.Message{Role: provider.User, Content: planexec.Prompt(r.input, limit, r.tools.specs, done, failed)})
 	var lastErr error
 	for try := 0; try < 2; try++ {
 		if err := r.acct.Iteration(); err != nil {
@@ -131,9 +156,9 @@ func (r *run) makePlan(ctx context.Context, limit int, done map[string]stepResul
 		if err != nil {
 			return nil, err
 		}
-		steps, err := parsePlan(resp.Content)
+		steps, err := planexec.Parse(resp.Content)
 		if err == nil {
-			err = validatePlan(steps, finished, limit)
+			err = planexec.Validate(steps, finished, limit)
 		}
 		if err == nil {
 			data := journal.PlanCreatedData{Replan: failed != nil, Steps: make([]journal.PlanStep, len(steps))}
@@ -150,51 +175,9 @@ func (r *run) makePlan(ctx context.Context, limit int, done map[string]stepResul
 	return nil, lastErr
 }
 
-// planPrompt is the planning request; docs/reasoning.md shows it.
-func planPrompt(task string, limit int, tools []provider.ToolSpec, done map[string]stepResult, failed *StepFailedError) string {
-	var b strings.Builder
-	b.WriteString("Break the task below into steps. Each step is carried out on its own by an assistant with these tools: ")
-	if len(tools) == 0 {
-		b.WriteString("(none)")
-	}
-	for i, t := range tools {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(t.Name)
-	}
-	b.WriteString(".\n\n<task>\n")
-	b.WriteString(task)
-	b.WriteString("\n</task>\n")
-	if failed != nil {
-		b.WriteString("\nA previous plan was partly carried out.\n")
-		ids := make([]string, 0, len(done))
-		for id := range done {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids) // a prompt that does not depend on map order
-		for _, id := range ids {
-			res := done[id]
-			switch res.Status {
-			case stepDone:
-				fmt.Fprintf(&b, "- step %s (%s) is done; its result: %s\n", id, res.Task, peClip(res.Output, 500))
-			default:
-				fmt.Fprintf(&b, "- step %s (%s) %s: %v\n", id, res.Task, res.Status, res.Err)
-			}
-		}
-		fmt.Fprintf(&b, "Step %s failed: %v\nWrite a new plan for the remaining work only. Do not repeat the finished steps or reuse their ids; a new step may depend on a finished step by its id.\n", failed.Step, failed.Err)
-	}
-	b.WriteString("\nReply with only a JSON object: {\"steps\": [{\"id\": \"s1\", \"task\": \"what to do\", \"depends_on\": []}]}\n")
-	b.WriteString("Ids are short and unique. depends_on lists the ids of the steps whose results a step needs; steps that do not depend on each other run in parallel.")
-	if limit > 0 {
-		fmt.Fprintf(&b, " Use at most %d steps.", limit)
-	}
-	return b.String()
-}
-
 // runPlanStep carries out one step as a react sub-run of this agent,
 // sharing its budget, with the results of the steps it depends on.
-func (r *run) runPlanStep(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+func (r *run) runPlanStep(ctx context.Context, s planexec.Step, deps []planexec.Result) (string, error) {
 	var in strings.Builder
 	fmt.Fprintf(&in, "You are carrying out one step of a larger task.\n\n<task>\n%s\n</task>\n\nYour step (%s): %s\n", r.input, s.ID, s.Task)
 	if len(deps) > 0 {
@@ -210,7 +193,7 @@ func (r *run) runPlanStep(ctx context.Context, s planStep, deps []stepResult) (s
 	ro := r.childOptions(r.ro.Depth)
 	ro.Mode = "react"
 	if !ro.NoJournal {
-		ro.RunID = fmt.Sprintf("%s.%s", r.id, peSafeID(s.ID))
+		ro.RunID = fmt.Sprintf("%s.%s", r.id, planexec.SafeID(s.ID))
 	}
 	res, err := r.subRun(ctx, r.agent.Address, in.String(), ro)
 	if err != nil {
@@ -224,21 +207,21 @@ func (r *run) runPlanStep(ctx context.Context, s planStep, deps []stepResult) (s
 		// The budget is shared: what stopped the step stops the plan. And
 		// a step's model that ended the run (allow_terminate), with a
 		// policy's leave, ends the plan too, not just the step.
-		return "", &planStopError{err: peTerminationErr(t)}
+		return "", &planexec.StopError{Err: terminationErr(t)}
 	case TimedOut:
 		if t.Limit == "timeout" { // the run's own deadline, not step_timeout
-			return "", &planStopError{err: peTerminationErr(t)}
+			return "", &planexec.StopError{Err: terminationErr(t)}
 		}
 	case Cancelled:
 		if ctx.Err() != nil {
 			return "", ctx.Err() // step_timeout or the caller: the scheduler tells which
 		}
 	}
-	return "", peTerminationErr(t)
+	return "", terminationErr(t)
 }
 
 // synthesize writes the final answer from the step results.
-func (r *run) synthesize(ctx context.Context, order []string, results map[string]stepResult) error {
+func (r *run) synthesize(ctx context.Context, order []string, results map[string]planexec.Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<task>\n%s\n</task>\n\nThe task was carried out in steps:\n", r.input)
 	for _, id := range order {
@@ -246,7 +229,7 @@ func (r *run) synthesize(ctx context.Context, order []string, results map[string
 		if !ok {
 			continue
 		}
-		if res.Status == stepDone {
+		if res.Status == planexec.Done {
 			fmt.Fprintf(&b, "- %s (%s): %s\n", id, res.Task, res.Output)
 		} else {
 			fmt.Fprintf(&b, "- %s (%s): %s — %v\n", id, res.Task, res.Status, res.Err)
@@ -273,27 +256,10 @@ func (r *run) synthesize(ctx context.Context, order []string, results map[string
 	return r.respond(ctx, resp)
 }
 
-// peTerminationErr is the error behind a sub-run's termination.
-func peTerminationErr(t Termination) error {
+// terminationErr is the error behind a sub-run's termination.
+func terminationErr(t Termination) error {
 	if t.Err != nil {
 		return t.Err
 	}
 	return errors.New(t.String())
-}
-
-func peClip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// peSafeID keeps a model-written step id usable in a run id (a file name).
-func peSafeID(id string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, id)
 }

@@ -5,9 +5,37 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/symbi-dev/symbi/engine/internal/progress"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
+
+// The progress tracker (package engine/internal/progress), under the names
+// the engine has always exported.
+type (
+	// ProgressVerdict is what the progress tracker says after a failed step.
+	ProgressVerdict = progress.Verdict
+	// ProgressTracker detects a step that keeps failing the same way.
+	ProgressTracker = progress.Tracker
+	// StuckError ends a run whose step kept failing the same way.
+	StuckError = progress.StuckError
+)
+
+const (
+	ProgressContinue = progress.Continue
+	ProgressSkip     = progress.Skip
+	ProgressAbort    = progress.Abort
+	ProgressEscalate = progress.Escalate
+)
+
+// NewProgressTracker returns a tracker for one run.
+func NewProgressTracker(cfg plan.Progress) *ProgressTracker { return progress.New(cfg) }
+
+// SkipObservation is what the model reads when a step was skipped.
+func SkipObservation(stepKey string) string { return progress.SkipObservation(stepKey) }
+
+// ErrorSimilarity compares two error texts in [0, 1] (progress.Similarity).
+func ErrorSimilarity(a, b string) float64 { return progress.Similarity(a, b) }
 
 // trackProgress applies the agent's progress block to one iteration's
 // observations, before they join the conversation: a failed tool call is

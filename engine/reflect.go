@@ -4,33 +4,30 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/symbi-dev/symbi/engine/internal/reflection"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 )
 
-// ReflectionError ends a reflect_and_retry run whose answer did not pass:
-// the evaluation blocked it (score below retry_score), or max_attempts ran
-// out first. Test for it with errors.As.
-type ReflectionError struct {
-	Verdict  string // block, or the last verdict when attempts ran out
-	Attempts int
-	Score    float64 // the last attempt's score
-	Feedback string
-}
+// The reflection pieces (package engine/internal/reflection), under the
+// names the engine has always exported.
+type (
+	// ReflectionError ends a reflect_and_retry run whose answer did not
+	// pass. Test for it with errors.As.
+	ReflectionError = reflection.Error
+	// ScoreError is an evaluator's or judge's answer from which no score in
+	// [0, 1] could be read.
+	ScoreError = reflection.ScoreError
+)
 
-func (e *ReflectionError) Error() string {
-	if e.Verdict == VerdictBlock {
-		return fmt.Sprintf("reflection blocked the answer: score %.2f is below retry_score (attempt %d): %s", e.Score, e.Attempts, e.Feedback)
-	}
-	return fmt.Sprintf("reflection: no answer reached pass_score in %d attempts (last score %.2f): %s", e.Attempts, e.Score, e.Feedback)
-}
-
-// defaultReflect is what a reflect_and_retry agent without a reflect block
-// gets (the compiler normally fills it): the SPEC's example thresholds.
-func defaultReflect() plan.Reflect {
-	return plan.Reflect{MaxAttempts: 2, PassScore: 0.75, ReviseScore: 0.55, RetryScore: 0.35}
-}
+// Reflection verdicts, as journalled in reflection_evaluated.
+const (
+	VerdictPass   = reflection.Pass
+	VerdictRevise = reflection.Revise
+	VerdictRetry  = reflection.Retry
+	VerdictBlock  = reflection.Block
+)
 
 // reflectAndRetry generates an answer with the react loop (tools allowed),
 // has it evaluated, and then passes it, revises it with the critique, starts
@@ -38,7 +35,7 @@ func defaultReflect() plan.Reflect {
 // included; each revise or retry is also one of the budget's
 // max_reflection_attempts.
 func (r *run) reflectAndRetry(ctx context.Context) error {
-	cfg := defaultReflect()
+	cfg := reflection.Defaults()
 	if r.agent.Reflect != nil {
 		cfg = *r.agent.Reflect
 	}
@@ -58,7 +55,7 @@ func (r *run) reflectAndRetry(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		verdict := reflectVerdict(ev.Score, cfg)
+		verdict := reflection.Verdict(ev.Score, cfg)
 		if err := r.mustRecord(journal.ReflectionEvaluated, journal.ReflectionEvaluatedData{
 			Attempt: attempt, Evaluator: evaluator, Score: ev.Score, Scores: ev.Scores, Verdict: verdict, Feedback: ev.Feedback,
 		}); err != nil {
@@ -82,7 +79,7 @@ func (r *run) reflectAndRetry(ctx context.Context) error {
 			return err
 		}
 		if verdict == VerdictRevise {
-			r.conv = append(r.conv, provider.Message{Role: provider.User, Content: revisePrompt(ev)})
+			r.conv = append(r.conv, provider.Message{Role: provider.User, Content: reflection.RevisePrompt(ev)})
 		} else {
 			// Start over from the task: a weak answer is a poor anchor.
 			r.conv = append([]provider.Message(nil), base...)
@@ -90,21 +87,12 @@ func (r *run) reflectAndRetry(ctx context.Context) error {
 	}
 }
 
-// revisePrompt feeds the critique back for a revision.
-func revisePrompt(ev evaluation) string {
-	fb := ev.Feedback
-	if fb == "" {
-		fb = "(no details given)"
-	}
-	return fmt.Sprintf("An evaluator scored your answer %.2f out of 1. Feedback: %s\n\nRevise your answer to address the feedback. Reply with the complete revised answer only.", ev.Score, fb)
-}
-
 // evaluate scores one answer: with the evaluator agent when there is one
 // (a sub-run sharing this run's budget), otherwise by asking this agent's
 // model to score it against the rubric. It returns the evaluation and who
 // evaluated ("agent.critic" or "rubric").
-func (r *run) evaluate(ctx context.Context, answer string, cfg plan.Reflect, attempt int) (evaluation, string, error) {
-	prompt := evaluationPrompt(r.input, answer, cfg.Rubric)
+func (r *run) evaluate(ctx context.Context, answer string, cfg plan.Reflect, attempt int) (reflection.Evaluation, string, error) {
+	prompt := reflection.Prompt(r.input, answer, cfg.Rubric)
 	if cfg.Evaluator != "" {
 		ro := r.childOptions(r.ro.Depth + 1)
 		if ev := r.e.plan.Agent(cfg.Evaluator); ev != nil && ev.Loop.Mode == "reflect_and_retry" {
@@ -115,17 +103,17 @@ func (r *run) evaluate(ctx context.Context, answer string, cfg plan.Reflect, att
 		}
 		res, err := r.subRun(ctx, cfg.Evaluator, prompt, ro)
 		if err != nil {
-			return evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s: %w", cfg.Evaluator, err)
+			return reflection.Evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s: %w", cfg.Evaluator, err)
 		}
 		if res.Termination.Reason != Completed {
 			if res.Termination.Err != nil {
-				return evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s ended with %s: %w", cfg.Evaluator, res.Termination.Reason, res.Termination.Err)
+				return reflection.Evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s ended with %s: %w", cfg.Evaluator, res.Termination.Reason, res.Termination.Err)
 			}
-			return evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s ended with %s", cfg.Evaluator, res.Termination)
+			return reflection.Evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s ended with %s", cfg.Evaluator, res.Termination)
 		}
-		ev, err := parseScoreAnswer(res.Answer, cfg.Rubric)
+		ev, err := reflection.ParseScore(res.Answer, cfg.Rubric)
 		if err != nil {
-			return evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s: %w", cfg.Evaluator, err)
+			return reflection.Evaluation{}, cfg.Evaluator, fmt.Errorf("evaluator %s: %w", cfg.Evaluator, err)
 		}
 		return ev, cfg.Evaluator, nil
 	}
@@ -135,11 +123,11 @@ func (r *run) evaluate(ctx context.Context, answer string, cfg plan.Reflect, att
 	}
 	resp, err := r.reason(ctx, modelCall{msgs: msgs, json: true, quiet: true})
 	if err != nil {
-		return evaluation{}, "rubric", err
+		return reflection.Evaluation{}, "rubric", err
 	}
-	ev, err := parseScoreAnswer(resp.Content, cfg.Rubric)
+	ev, err := reflection.ParseScore(resp.Content, cfg.Rubric)
 	if err != nil {
-		return evaluation{}, "rubric", fmt.Errorf("rubric evaluation: %w", err)
+		return reflection.Evaluation{}, "rubric", fmt.Errorf("rubric evaluation: %w", err)
 	}
 	return ev, "rubric", nil
 }

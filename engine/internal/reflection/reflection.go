@@ -1,4 +1,4 @@
-package engine
+package reflection
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/symbi-dev/symbi/engine/internal/answer"
 	"github.com/symbi-dev/symbi/plan"
 )
 
@@ -26,8 +27,8 @@ func (e *ScoreError) Error() string {
 	return fmt.Sprintf("no score in the answer (%s): %q", e.Detail, a)
 }
 
-// evaluation is a score read from an evaluator's or judge's answer.
-type evaluation struct {
+// Evaluation is a score read from an evaluator's or judge's answer.
+type Evaluation struct {
 	Score    float64
 	Scores   map[string]float64 // per rubric criterion, when given
 	Feedback string
@@ -35,7 +36,7 @@ type evaluation struct {
 	Accepted *bool
 }
 
-// parseScoreAnswer reads a score from an evaluator's or judge's answer. The
+// ParseScore reads a score from an evaluator's or judge's answer. The
 // accepted forms, tried in order:
 //
 //  1. a JSON object (possibly inside prose or a code fence) with
@@ -46,8 +47,8 @@ type evaluation struct {
 //
 // With a rubric, a criterion the answer leaves out scores 0: an evaluator
 // that skips a criterion must not raise the total.
-func parseScoreAnswer(text string, rubric []plan.Criterion) (evaluation, error) {
-	if raw, ok := outermostJSONObject(text); ok {
+func ParseScore(text string, rubric []plan.Criterion) (Evaluation, error) {
+	if raw, ok := answer.JSONObject(text); ok {
 		var doc struct {
 			Score     *float64           `json:"score"`
 			Scores    map[string]float64 `json:"scores"`
@@ -57,14 +58,14 @@ func parseScoreAnswer(text string, rubric []plan.Criterion) (evaluation, error) 
 			Accepted  *bool              `json:"accepted"`
 		}
 		if err := json.Unmarshal([]byte(raw), &doc); err == nil && (doc.Score != nil || len(doc.Scores) > 0) {
-			ev := evaluation{Feedback: firstNonEmpty(doc.Feedback, doc.Critique, doc.Rationale), Accepted: doc.Accepted}
+			ev := Evaluation{Feedback: firstNonEmpty(doc.Feedback, doc.Critique, doc.Rationale), Accepted: doc.Accepted}
 			switch {
 			case len(doc.Scores) > 0 && len(rubric) > 0:
 				ev.Scores = map[string]float64{}
 				for _, c := range rubric {
 					s := doc.Scores[c.Name]
 					if !inUnit(s) {
-						return evaluation{}, &ScoreError{Answer: text, Detail: fmt.Sprintf("criterion %s scored %v, outside 0..1", c.Name, s)}
+						return Evaluation{}, &ScoreError{Answer: text, Detail: fmt.Sprintf("criterion %s scored %v, outside 0..1", c.Name, s)}
 					}
 					ev.Scores[c.Name] = s
 				}
@@ -83,18 +84,18 @@ func parseScoreAnswer(text string, rubric []plan.Criterion) (evaluation, error) 
 				ev.Score = sum / float64(len(doc.Scores))
 			}
 			if !inUnit(ev.Score) {
-				return evaluation{}, &ScoreError{Answer: text, Detail: fmt.Sprintf("score %v is outside 0..1", ev.Score)}
+				return Evaluation{}, &ScoreError{Answer: text, Detail: fmt.Sprintf("score %v is outside 0..1", ev.Score)}
 			}
 			return ev, nil
 		}
 	}
 	m := bareScore.FindStringSubmatch(text)
 	if m == nil {
-		return evaluation{}, &ScoreError{Answer: text, Detail: `want {"score": 0..1} or a number`}
+		return Evaluation{}, &ScoreError{Answer: text, Detail: `want {"score": 0..1} or a number`}
 	}
 	v, err := strconv.ParseFloat(m[1], 64)
 	if err != nil {
-		return evaluation{}, &ScoreError{Answer: text, Detail: err.Error()}
+		return Evaluation{}, &ScoreError{Answer: text, Detail: err.Error()}
 	}
 	switch {
 	case m[2] == "%":
@@ -104,9 +105,9 @@ func parseScoreAnswer(text string, rubric []plan.Criterion) (evaluation, error) 
 		v /= d
 	}
 	if !inUnit(v) {
-		return evaluation{}, &ScoreError{Answer: text, Detail: fmt.Sprintf("score %v is outside 0..1", v)}
+		return Evaluation{}, &ScoreError{Answer: text, Detail: fmt.Sprintf("score %v is outside 0..1", v)}
 	}
-	return evaluation{Score: v, Feedback: strings.TrimSpace(bareScore.ReplaceAllString(text, ""))}, nil
+	return Evaluation{Score: v, Feedback: strings.TrimSpace(bareScore.ReplaceAllString(text, ""))}, nil
 }
 
 // bareScore finds the first number, with an optional scale.
@@ -144,31 +145,63 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// Reflection verdicts, as journalled in reflection_evaluated.
-const (
-	VerdictPass   = "pass"
-	VerdictRevise = "revise"
-	VerdictRetry  = "retry"
-	VerdictBlock  = "block"
-)
-
-// reflectVerdict maps a score to what reflect_and_retry does next.
-func reflectVerdict(score float64, cfg plan.Reflect) string {
-	switch {
-	case score >= cfg.PassScore:
-		return VerdictPass
-	case score >= cfg.ReviseScore:
-		return VerdictRevise
-	case score >= cfg.RetryScore:
-		return VerdictRetry
-	}
-	return VerdictBlock
+// Error ends a reflect_and_retry run whose answer did not pass: the
+// evaluation blocked it (score below retry_score), or max_attempts ran out
+// first. Test for it with errors.As.
+type Error struct {
+	Verdict  string // block, or the last verdict when attempts ran out
+	Attempts int
+	Score    float64 // the last attempt's score
+	Feedback string
 }
 
-// evaluationPrompt is what the evaluator (an agent, or the main model
+func (e *Error) Error() string {
+	if e.Verdict == Block {
+		return fmt.Sprintf("reflection blocked the answer: score %.2f is below retry_score (attempt %d): %s", e.Score, e.Attempts, e.Feedback)
+	}
+	return fmt.Sprintf("reflection: no answer reached pass_score in %d attempts (last score %.2f): %s", e.Attempts, e.Score, e.Feedback)
+}
+
+// Defaults is what a reflect_and_retry agent without a reflect block gets
+// (the compiler normally fills it): the SPEC's example thresholds.
+func Defaults() plan.Reflect {
+	return plan.Reflect{MaxAttempts: 2, PassScore: 0.75, ReviseScore: 0.55, RetryScore: 0.35}
+}
+
+// RevisePrompt feeds the critique back for a revision.
+func RevisePrompt(ev Evaluation) string {
+	fb := ev.Feedback
+	if fb == "" {
+		fb = "(no details given)"
+	}
+	return fmt.Sprintf("An evaluator scored your answer %.2f out of 1. Feedback: %s\n\nRevise your answer to address the feedback. Reply with the complete revised answer only.", ev.Score, fb)
+}
+
+// Reflection verdicts, as journalled in reflection_evaluated.
+const (
+	Pass   = "pass"
+	Revise = "revise"
+	Retry  = "retry"
+	Block  = "block"
+)
+
+// Verdict maps a score to what reflect_and_retry does next.
+func Verdict(score float64, cfg plan.Reflect) string {
+	switch {
+	case score >= cfg.PassScore:
+		return Pass
+	case score >= cfg.ReviseScore:
+		return Revise
+	case score >= cfg.RetryScore:
+		return Retry
+	}
+	return Block
+}
+
+// Prompt is what the evaluator (an agent, or the main model
 // scoring against the rubric) is asked. The reply format is fixed here and in
 // docs/reasoning.md.
-func evaluationPrompt(task, answer string, rubric []plan.Criterion) string {
+func Prompt(task, answer string, rubric []plan.Criterion) string {
 	var b strings.Builder
 	b.WriteString("Evaluate an answer to a task.\n\n<task>\n")
 	b.WriteString(task)

@@ -1,4 +1,4 @@
-package engine
+package planexec
 
 import (
 	"context"
@@ -11,55 +11,55 @@ import (
 	"time"
 )
 
-func TestPlanParse(t *testing.T) {
+func TestParse(t *testing.T) {
 	text := "Here is the plan:\n```json\n{\"steps\":[{\"id\":\"s1\",\"task\":\"find a\"},{\"id\":\"s2\",\"description\":\"use a\",\"depends_on\":[\"s1\"]}]}\n```"
-	steps, err := parsePlan(text)
+	steps, err := Parse(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []planStep{{ID: "s1", Task: "find a"}, {ID: "s2", Task: "use a", DependsOn: []string{"s1"}}}
+	want := []Step{{ID: "s1", Task: "find a"}, {ID: "s2", Task: "use a", DependsOn: []string{"s1"}}}
 	if len(steps) != 2 || steps[0].ID != want[0].ID || steps[1].Task != want[1].Task || !slices.Equal(steps[1].DependsOn, want[1].DependsOn) {
 		t.Fatalf("steps = %+v", steps)
 	}
 	for _, bad := range []string{"no json here", `{"steps": 3}`, `{"steps":[{"id":1}]}`} {
-		var pe *PlanError
-		if _, err := parsePlan(bad); !errors.As(err, &pe) || pe.Kind != PlanErrorInvalid {
-			t.Errorf("parsePlan(%q) err = %v, want invalid_plan", bad, err)
+		var pe *Error
+		if _, err := Parse(bad); !errors.As(err, &pe) || pe.Kind != KindInvalid {
+			t.Errorf("Parse(%q) err = %v, want invalid_plan", bad, err)
 		}
 	}
 }
 
-func TestPlanValidate(t *testing.T) {
-	st := func(id string, deps ...string) planStep { return planStep{ID: id, Task: "do " + id, DependsOn: deps} }
+func TestValidate(t *testing.T) {
+	st := func(id string, deps ...string) Step { return Step{ID: id, Task: "do " + id, DependsOn: deps} }
 	tests := []struct {
 		name  string
-		steps []planStep
+		steps []Step
 		done  map[string]bool
 		max   int
 		kind  string
 		extra string
 	}{
-		{name: "ok", steps: []planStep{st("a"), st("b", "a"), st("c", "a", "b")}},
-		{name: "empty", kind: PlanErrorEmpty},
-		{name: "too many", steps: []planStep{st("a"), st("b"), st("c")}, max: 2, kind: PlanErrorTooManySteps},
-		{name: "duplicate", steps: []planStep{st("a"), st("a")}, kind: PlanErrorDuplicateStep},
-		{name: "reuses a finished id", steps: []planStep{st("a")}, done: map[string]bool{"a": true}, kind: PlanErrorDuplicateStep},
-		{name: "missing task", steps: []planStep{{ID: "a"}}, kind: PlanErrorMissingID},
-		{name: "unknown dependency", steps: []planStep{st("a", "zz")}, kind: PlanErrorUnknownDependency},
-		{name: "dependency finished earlier", steps: []planStep{st("b", "a")}, done: map[string]bool{"a": true}},
-		{name: "self cycle", steps: []planStep{st("a", "a")}, kind: PlanErrorCycle, extra: "a -> a"},
-		{name: "long cycle", steps: []planStep{st("x"), st("a", "c"), st("b", "a"), st("c", "b")}, kind: PlanErrorCycle, extra: "a -> c -> b -> a"},
+		{name: "ok", steps: []Step{st("a"), st("b", "a"), st("c", "a", "b")}},
+		{name: "empty", kind: KindEmpty},
+		{name: "too many", steps: []Step{st("a"), st("b"), st("c")}, max: 2, kind: KindTooManySteps},
+		{name: "duplicate", steps: []Step{st("a"), st("a")}, kind: KindDuplicateStep},
+		{name: "reuses a finished id", steps: []Step{st("a")}, done: map[string]bool{"a": true}, kind: KindDuplicateStep},
+		{name: "missing task", steps: []Step{{ID: "a"}}, kind: KindMissingID},
+		{name: "unknown dependency", steps: []Step{st("a", "zz")}, kind: KindUnknownDependency},
+		{name: "dependency finished earlier", steps: []Step{st("b", "a")}, done: map[string]bool{"a": true}},
+		{name: "self cycle", steps: []Step{st("a", "a")}, kind: KindCycle, extra: "a -> a"},
+		{name: "long cycle", steps: []Step{st("x"), st("a", "c"), st("b", "a"), st("c", "b")}, kind: KindCycle, extra: "a -> c -> b -> a"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validatePlan(tt.steps, tt.done, tt.max)
+			err := Validate(tt.steps, tt.done, tt.max)
 			if tt.kind == "" {
 				if err != nil {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return
 			}
-			var pe *PlanError
+			var pe *Error
 			if !errors.As(err, &pe) || pe.Kind != tt.kind {
 				t.Fatalf("err = %v, want kind %s", err, tt.kind)
 			}
@@ -78,12 +78,12 @@ type recordingScheduler struct {
 	maxSeen int
 }
 
-func (rs *recordingScheduler) scheduler(parallel int, cont bool, fn func(ctx context.Context, s planStep, deps []stepResult) (string, error)) *stepScheduler {
-	return &stepScheduler{
-		parallel:             parallel,
-		continueAfterFailure: cont,
-		before:               func(s planStep) error { return nil },
-		run: func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+func (rs *recordingScheduler) scheduler(parallel int, cont bool, fn func(ctx context.Context, s Step, deps []Result) (string, error)) *Scheduler {
+	return &Scheduler{
+		Parallel:             parallel,
+		ContinueAfterFailure: cont,
+		Before:               func(s Step) error { return nil },
+		Run: func(ctx context.Context, s Step, deps []Result) (string, error) {
 			rs.mu.Lock()
 			rs.active++
 			rs.maxSeen = max(rs.maxSeen, rs.active)
@@ -95,19 +95,19 @@ func (rs *recordingScheduler) scheduler(parallel int, cont bool, fn func(ctx con
 			}()
 			return fn(ctx, s, deps)
 		},
-		after: func(r stepResult) {
+		After: func(r Result) {
 			rs.mu.Lock()
 			rs.events = append(rs.events, r.ID+":"+r.Status)
 			rs.mu.Unlock()
 		},
-		now: time.Now,
+		Now: time.Now,
 	}
 }
 
-func TestPlanSchedulerDependenciesAndParallelism(t *testing.T) {
+func TestSchedulerDependenciesAndParallelism(t *testing.T) {
 	// a, b, c are independent; d needs a and b; e needs d. With parallel 2,
 	// at most two run at once, and d sees the outputs of a and b.
-	steps := []planStep{
+	steps := []Step{
 		{ID: "a", Task: "A"}, {ID: "b", Task: "B"}, {ID: "c", Task: "C"},
 		{ID: "d", Task: "D", DependsOn: []string{"a", "b"}},
 		{ID: "e", Task: "E", DependsOn: []string{"d"}},
@@ -117,7 +117,7 @@ func TestPlanSchedulerDependenciesAndParallelism(t *testing.T) {
 	rs := &recordingScheduler{}
 	var mu sync.Mutex
 	var dOutputs []string
-	sc := rs.scheduler(2, false, func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+	sc := rs.scheduler(2, false, func(ctx context.Context, s Step, deps []Result) (string, error) {
 		if s.ID == "a" || s.ID == "b" {
 			// Hold the first two steps until both are running, proving they overlap.
 			rs.mu.Lock()
@@ -141,8 +141,8 @@ func TestPlanSchedulerDependenciesAndParallelism(t *testing.T) {
 		}
 		return "out-" + s.ID, nil
 	})
-	results := map[string]stepResult{}
-	if err := sc.execute(context.Background(), steps, results); err != nil {
+	results := map[string]Result{}
+	if err := sc.Execute(context.Background(), steps, results); err != nil {
 		t.Fatal(err)
 	}
 	if rs.maxSeen != 2 {
@@ -152,7 +152,7 @@ func TestPlanSchedulerDependenciesAndParallelism(t *testing.T) {
 		t.Fatalf("results = %v", results)
 	}
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		if results[id].Status != stepDone || results[id].Output != "out-"+id {
+		if results[id].Status != Done || results[id].Output != "out-"+id {
 			t.Errorf("step %s = %+v", id, results[id])
 		}
 	}
@@ -166,18 +166,18 @@ func TestPlanSchedulerDependenciesAndParallelism(t *testing.T) {
 	}
 }
 
-func TestPlanSchedulerFailureStops(t *testing.T) {
-	steps := []planStep{{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}}, {ID: "c", Task: "C", DependsOn: []string{"b"}}}
+func TestSchedulerFailureStops(t *testing.T) {
+	steps := []Step{{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}}, {ID: "c", Task: "C", DependsOn: []string{"b"}}}
 	rs := &recordingScheduler{}
 	boom := errors.New("boom")
-	sc := rs.scheduler(1, false, func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+	sc := rs.scheduler(1, false, func(ctx context.Context, s Step, deps []Result) (string, error) {
 		if s.ID == "b" {
 			return "", boom
 		}
 		return "ok", nil
 	})
-	results := map[string]stepResult{}
-	err := sc.execute(context.Background(), steps, results)
+	results := map[string]Result{}
+	err := sc.Execute(context.Background(), steps, results)
 	var sf *StepFailedError
 	if !errors.As(err, &sf) || sf.Step != "b" || !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want step b failed with boom", err)
@@ -187,23 +187,23 @@ func TestPlanSchedulerFailureStops(t *testing.T) {
 	}
 }
 
-func TestPlanSchedulerContinueAfterFailureSkipsDependents(t *testing.T) {
-	steps := []planStep{
+func TestSchedulerContinueAfterFailureSkipsDependents(t *testing.T) {
+	steps := []Step{
 		{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}},
 		{ID: "c", Task: "C", DependsOn: []string{"b"}}, {ID: "d", Task: "D"},
 	}
 	rs := &recordingScheduler{}
-	sc := rs.scheduler(1, true, func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+	sc := rs.scheduler(1, true, func(ctx context.Context, s Step, deps []Result) (string, error) {
 		if s.ID == "a" {
 			return "", errors.New("a broke")
 		}
 		return "ok", nil
 	})
-	results := map[string]stepResult{}
-	if err := sc.execute(context.Background(), steps, results); err != nil {
+	results := map[string]Result{}
+	if err := sc.Execute(context.Background(), steps, results); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"a": stepFailed, "b": stepSkipped, "c": stepSkipped, "d": stepDone}
+	want := map[string]string{"a": Failed, "b": Skipped, "c": Skipped, "d": Done}
 	for id, status := range want {
 		if results[id].Status != status {
 			t.Errorf("step %s: %s, want %s", id, results[id].Status, status)
@@ -214,38 +214,38 @@ func TestPlanSchedulerContinueAfterFailureSkipsDependents(t *testing.T) {
 	}
 }
 
-func TestPlanSchedulerStepTimeout(t *testing.T) {
-	steps := []planStep{{ID: "slow", Task: "wait"}}
+func TestSchedulerStepTimeout(t *testing.T) {
+	steps := []Step{{ID: "slow", Task: "wait"}}
 	rs := &recordingScheduler{}
-	sc := rs.scheduler(1, false, func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+	sc := rs.scheduler(1, false, func(ctx context.Context, s Step, deps []Result) (string, error) {
 		<-ctx.Done() // a step that only ends when its deadline passes
 		return "", ctx.Err()
 	})
-	sc.stepTimeout = time.Millisecond
-	err := sc.execute(context.Background(), steps, map[string]stepResult{})
+	sc.StepTimeout = time.Millisecond
+	err := sc.Execute(context.Background(), steps, map[string]Result{})
 	if !errors.Is(err, ErrStepTimeout) {
 		t.Fatalf("err = %v, want ErrStepTimeout", err)
 	}
 }
 
-func TestPlanSchedulerBeforeErrorStopsAndWaits(t *testing.T) {
-	steps := []planStep{{ID: "a", Task: "A"}, {ID: "b", Task: "B"}, {ID: "c", Task: "C"}}
+func TestSchedulerBeforeErrorStopsAndWaits(t *testing.T) {
+	steps := []Step{{ID: "a", Task: "A"}, {ID: "b", Task: "B"}, {ID: "c", Task: "C"}}
 	rs := &recordingScheduler{}
 	limit := errors.New("max_plan_steps")
 	n := 0
-	sc := rs.scheduler(3, false, func(ctx context.Context, s planStep, deps []stepResult) (string, error) { return "ok", nil })
-	sc.before = func(s planStep) error {
+	sc := rs.scheduler(3, false, func(ctx context.Context, s Step, deps []Result) (string, error) { return "ok", nil })
+	sc.Before = func(s Step) error {
 		n++
 		if n > 2 {
 			return limit
 		}
 		return nil
 	}
-	results := map[string]stepResult{}
-	if err := sc.execute(context.Background(), steps, results); !errors.Is(err, limit) {
+	results := map[string]Result{}
+	if err := sc.Execute(context.Background(), steps, results); !errors.Is(err, limit) {
 		t.Fatalf("err = %v, want the before error", err)
 	}
-	if results["a"].Status != stepDone || results["b"].Status != stepDone {
+	if results["a"].Status != Done || results["b"].Status != Done {
 		t.Errorf("the steps already started were not waited for: %v", results)
 	}
 	if _, ok := results["c"]; ok {
@@ -253,29 +253,29 @@ func TestPlanSchedulerBeforeErrorStopsAndWaits(t *testing.T) {
 	}
 }
 
-func TestPlanSchedulerCancelled(t *testing.T) {
+func TestSchedulerCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	steps := []planStep{{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}}}
+	steps := []Step{{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}}}
 	rs := &recordingScheduler{}
-	sc := rs.scheduler(1, true, func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
+	sc := rs.scheduler(1, true, func(ctx context.Context, s Step, deps []Result) (string, error) {
 		cancel()
 		<-ctx.Done()
 		return "", fmt.Errorf("step %s: %w", s.ID, ctx.Err())
 	})
-	if err := sc.execute(ctx, steps, map[string]stepResult{}); !errors.Is(err, context.Canceled) {
+	if err := sc.Execute(ctx, steps, map[string]Result{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
 
-func TestPlanSchedulerStopErrorOverridesContinue(t *testing.T) {
-	steps := []planStep{{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}}}
+func TestSchedulerStopErrorOverridesContinue(t *testing.T) {
+	steps := []Step{{ID: "a", Task: "A"}, {ID: "b", Task: "B", DependsOn: []string{"a"}}}
 	rs := &recordingScheduler{}
 	exhausted := errors.New("max_total_tokens")
-	sc := rs.scheduler(1, true, func(ctx context.Context, s planStep, deps []stepResult) (string, error) {
-		return "", &planStopError{err: exhausted}
+	sc := rs.scheduler(1, true, func(ctx context.Context, s Step, deps []Result) (string, error) {
+		return "", &StopError{Err: exhausted}
 	})
-	results := map[string]stepResult{}
-	if err := sc.execute(context.Background(), steps, results); err != exhausted {
+	results := map[string]Result{}
+	if err := sc.Execute(context.Background(), steps, results); err != exhausted {
 		t.Fatalf("err = %v, want the budget error itself", err)
 	}
 	if _, ok := results["b"]; ok {

@@ -1,4 +1,4 @@
-package engine
+package bestofn
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 )
 
-// bonLedger is a best-of-N run's aggregate budget: the limits of the
+// Ledger is a best-of-N run's aggregate budget: the limits of the
 // block's budget, shared by the generation and scoring of every candidate.
 //
 // Each stage (one candidate's generation, one candidate's scoring) reserves
@@ -20,7 +20,7 @@ import (
 // stops the whole run. Stages running at once can together overspend only
 // by what they use beyond their estimates: the estimates are what preflight
 // and reservation rely on.
-type bonLedger struct {
+type Ledger struct {
 	mu       sync.Mutex
 	limits   plan.Budget
 	used     budget.Amount
@@ -28,19 +28,19 @@ type bonLedger struct {
 	err      error // the first exhaustion; sticky
 }
 
-func newBonLedger(limits plan.Budget) *bonLedger { return &bonLedger{limits: limits} }
+func NewLedger(limits plan.Budget) *Ledger { return &Ledger{limits: limits} }
 
-// bonReservation is one stage's claim on the ledger.
-type bonReservation struct {
-	l    *bonLedger
+// Reservation is one stage's claim on the ledger.
+type Reservation struct {
+	l    *Ledger
 	est  budget.Amount
 	done bool
 }
 
-// reserve claims est for one stage and returns the budget the stage may run
+// Reserve claims est for one stage and returns the budget the stage may run
 // under: own's limits capped by the ledger's unreserved remainder plus est.
 // An error (a *budget.Exceeded) means the ledger cannot fund the stage.
-func (l *bonLedger) reserve(est budget.Amount, own plan.Budget) (*bonReservation, plan.Budget, error) {
+func (l *Ledger) Reserve(est budget.Amount, own plan.Budget) (*Reservation, plan.Budget, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
@@ -91,13 +91,13 @@ func (l *bonLedger) reserve(est budget.Amount, own plan.Budget) (*bonReservation
 			b.MaxCostUSD = room
 		}
 	}
-	l.reserved = bonAddUsage(l.reserved, est)
-	return &bonReservation{l: l, est: est}, b, nil
+	l.reserved = addUsage(l.reserved, est)
+	return &Reservation{l: l, est: est}, b, nil
 }
 
-// reconcile replaces the stage's reservation with what it used, and reports
-// the first limit overspent (sticky: every later reserve fails with it).
-func (r *bonReservation) reconcile(actual budget.Amount) error {
+// Reconcile replaces the stage's reservation with what it used, and reports
+// the first limit overspent (sticky: every later Reserve fails with it).
+func (r *Reservation) Reconcile(actual budget.Amount) error {
 	if r == nil {
 		return nil
 	}
@@ -106,8 +106,8 @@ func (r *bonReservation) reconcile(actual budget.Amount) error {
 	defer l.mu.Unlock()
 	if !r.done {
 		r.done = true
-		l.reserved = bonSubUsage(l.reserved, r.est)
-		l.used = bonAddUsage(l.used, actual)
+		l.reserved = subUsage(l.reserved, r.est)
+		l.used = addUsage(l.used, actual)
 	}
 	if l.err == nil {
 		l.err = l.exhausted()
@@ -115,8 +115,8 @@ func (r *bonReservation) reconcile(actual budget.Amount) error {
 	return l.err
 }
 
-// release gives back a reservation whose stage never ran.
-func (r *bonReservation) release() {
+// Release gives back a reservation whose stage never ran.
+func (r *Reservation) Release() {
 	if r == nil {
 		return
 	}
@@ -124,14 +124,14 @@ func (r *bonReservation) release() {
 	defer r.l.mu.Unlock()
 	if !r.done {
 		r.done = true
-		r.l.reserved = bonSubUsage(r.l.reserved, r.est)
+		r.l.reserved = subUsage(r.l.reserved, r.est)
 	}
 }
 
 // exhausted names the first limit the used amount has gone past. A limit
 // reached exactly is not an error here: the next stage that needs any of it
 // fails to reserve, and a run that needs nothing more completes.
-func (l *bonLedger) exhausted() error {
+func (l *Ledger) exhausted() error {
 	lim, u := l.limits, l.used
 	for _, c := range []struct {
 		name        string
@@ -153,14 +153,14 @@ func (l *bonLedger) exhausted() error {
 	return nil
 }
 
-// usage is what every stage has reported so far.
-func (l *bonLedger) usage() budget.Amount {
+// Usage is what every stage has reported so far.
+func (l *Ledger) Usage() budget.Amount {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.used
 }
 
-func bonSubUsage(a, b budget.Amount) budget.Amount {
+func subUsage(a, b budget.Amount) budget.Amount {
 	return budget.Amount{
 		ModelCalls:       max(a.ModelCalls-b.ModelCalls, 0),
 		ToolCalls:        max(a.ToolCalls-b.ToolCalls, 0),

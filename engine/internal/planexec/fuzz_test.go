@@ -1,11 +1,11 @@
-package engine
+package planexec
 
 import "testing"
 
 // A plan is model output: parsing and validating one must never panic or
 // hang, and a plan that validates must have unique ids and known
 // dependencies.
-func FuzzPlanParseValidate(f *testing.F) {
+func FuzzParseValidate(f *testing.F) {
 	for _, s := range []string{
 		`{"steps":[{"id":"a","task":"A"},{"id":"b","task":"B","depends_on":["a"]}]}`,
 		`{"steps":[{"id":"a","task":"A","depends_on":["a"]}]}`,
@@ -15,11 +15,11 @@ func FuzzPlanParseValidate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		steps, err := parsePlan(s)
+		steps, err := Parse(s)
 		if err != nil {
 			return
 		}
-		if validatePlan(steps, map[string]bool{"done": true}, 8) != nil {
+		if Validate(steps, map[string]bool{"done": true}, 8) != nil {
 			return
 		}
 		ids := map[string]bool{}

@@ -1,4 +1,4 @@
-package engine
+package progress
 
 import (
 	"fmt"
@@ -9,61 +9,61 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 )
 
-// ProgressVerdict is what the progress tracker says after a failed step.
-type ProgressVerdict string
+// Verdict is what the progress tracker says after a failed step.
+type Verdict string
 
 const (
-	// ProgressContinue: let the model try again.
-	ProgressContinue ProgressVerdict = "continue"
-	// ProgressSkip: give up on this step; tell the model not to try it again.
-	ProgressSkip ProgressVerdict = "skip"
-	// ProgressAbort: end the run (see StuckError).
-	ProgressAbort ProgressVerdict = "abort"
-	// ProgressEscalate: a person decides how to go on.
-	ProgressEscalate ProgressVerdict = "escalate"
+	// Continue: let the model try again.
+	Continue Verdict = "continue"
+	// Skip: give up on this step; tell the model not to try it again.
+	Skip Verdict = "skip"
+	// Abort: end the run (see StuckError).
+	Abort Verdict = "abort"
+	// Escalate: a person decides how to go on.
+	Escalate Verdict = "escalate"
 )
 
-// ProgressTracker detects a step that keeps failing the same way, from the
+// Tracker detects a step that keeps failing the same way, from the
 // agent's progress block. A "step" is whatever key the caller chooses: the
 // loop uses the tool name, plan_execute the plan step id.
 //
 // Two consecutive errors at one step are "the same" when their similarity
-// (see ErrorSimilarity) is at least similarity_threshold. Each such repeat is
+// (see Similarity) is at least similarity_threshold. Each such repeat is
 // a reattempt; a dissimilar error means the model changed its approach and
 // starts the count again. When the count exceeds max_reattempts_per_step the
 // tracker answers with on_limit. A max_reattempts_per_step of 0 or less turns
 // the tracker off.
 //
 // It is safe for concurrent use: tools of one round fail concurrently.
-type ProgressTracker struct {
+type Tracker struct {
 	cfg   plan.Progress
 	mu    sync.Mutex
-	steps map[string]*progressStep
+	steps map[string]*step
 }
 
-type progressStep struct {
+type step struct {
 	lastTokens map[string]struct{}
 	lastError  string
 	reattempts int
 }
 
-// NewProgressTracker returns a tracker for one run.
-func NewProgressTracker(cfg plan.Progress) *ProgressTracker {
-	return &ProgressTracker{cfg: cfg, steps: map[string]*progressStep{}}
+// New returns a tracker for one run.
+func New(cfg plan.Progress) *Tracker {
+	return &Tracker{cfg: cfg, steps: map[string]*step{}}
 }
 
 // Observe records one failure at stepKey and says what to do about it.
-func (t *ProgressTracker) Observe(stepKey, errText string) ProgressVerdict {
+func (t *Tracker) Observe(stepKey, errText string) Verdict {
 	if t == nil || t.cfg.MaxReattemptsPerStep <= 0 {
-		return ProgressContinue
+		return Continue
 	}
-	tokens := progressTokens(errText)
+	tokens := tokenSet(errText)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.steps[stepKey]
 	if s == nil {
-		t.steps[stepKey] = &progressStep{lastTokens: tokens, lastError: errText}
-		return ProgressContinue
+		t.steps[stepKey] = &step{lastTokens: tokens, lastError: errText}
+		return Continue
 	}
 	if jaccard(s.lastTokens, tokens) >= t.cfg.SimilarityThreshold {
 		s.reattempts++
@@ -72,20 +72,20 @@ func (t *ProgressTracker) Observe(stepKey, errText string) ProgressVerdict {
 	}
 	s.lastTokens, s.lastError = tokens, errText
 	if s.reattempts <= t.cfg.MaxReattemptsPerStep {
-		return ProgressContinue
+		return Continue
 	}
 	switch t.cfg.OnLimit {
 	case "skip":
-		return ProgressSkip
+		return Skip
 	case "escalate":
-		return ProgressEscalate
+		return Escalate
 	default: // "abort", and the fail-safe for anything the compiler let through
-		return ProgressAbort
+		return Abort
 	}
 }
 
 // Succeeded forgets a step's failures: a success is progress.
-func (t *ProgressTracker) Succeeded(stepKey string) {
+func (t *Tracker) Succeeded(stepKey string) {
 	if t == nil {
 		return
 	}
@@ -96,7 +96,7 @@ func (t *ProgressTracker) Succeeded(stepKey string) {
 
 // Stuck returns the error for a step the tracker gave up on, for the
 // abort verdict (and for an escalation a person declined).
-func (t *ProgressTracker) Stuck(stepKey string) *StuckError {
+func (t *Tracker) Stuck(stepKey string) *StuckError {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := &StuckError{Step: stepKey}
@@ -123,18 +123,18 @@ func (e *StuckError) Error() string {
 	return fmt.Sprintf("step %s made no progress: %d similar failures in a row (last: %s)", e.Step, e.Reattempts+1, e.LastError)
 }
 
-// ErrorSimilarity compares two error texts in [0, 1]: the Jaccard index of
+// Similarity compares two error texts in [0, 1]: the Jaccard index of
 // their token sets after normalisation (lower case, every run of digits
 // masked to one "0", split at anything that is not a letter or digit). Masking
 // digits makes "timeout after 1503ms" and "timeout after 2011ms", or two
 // request ids, the same error; using sets makes the measure insensitive to
 // word order and repeated words, which error messages vary freely. Two empty
 // texts are identical.
-func ErrorSimilarity(a, b string) float64 {
-	return jaccard(progressTokens(a), progressTokens(b))
+func Similarity(a, b string) float64 {
+	return jaccard(tokenSet(a), tokenSet(b))
 }
 
-func progressTokens(s string) map[string]struct{} {
+func tokenSet(s string) map[string]struct{} {
 	set := map[string]struct{}{}
 	var b strings.Builder
 	flush := func() {

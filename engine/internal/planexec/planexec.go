@@ -1,4 +1,4 @@
-package engine
+package planexec
 
 import (
 	"context"
@@ -7,34 +7,36 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/symbi-dev/symbi/engine/internal/answer"
 )
 
-// planStep is one step of a plan_execute plan, as the model wrote it.
-type planStep struct {
+// Step is one step of a plan_execute plan, as the model wrote it.
+type Step struct {
 	ID        string   `json:"id"`
 	Task      string   `json:"task"`
 	DependsOn []string `json:"depends_on"`
 }
 
-// PlanError says why a plan the model wrote cannot run. Kind is one of the
-// PlanError* constants; test it with errors.As.
-type PlanError struct {
+// Error says why a plan the model wrote cannot run. Kind is one of the
+// Error* constants; test it with errors.As.
+type Error struct {
 	Kind   string
 	Step   string // the step concerned, when there is one
 	Detail string
 }
 
 const (
-	PlanErrorInvalid           = "invalid_plan"       // not a JSON object with a steps list
-	PlanErrorEmpty             = "empty_plan"         // no steps
-	PlanErrorDuplicateStep     = "duplicate_step"     // two steps with one id
-	PlanErrorMissingID         = "missing_id"         // a step without id or task
-	PlanErrorUnknownDependency = "unknown_dependency" // depends_on names no step
-	PlanErrorCycle             = "dependency_cycle"   // steps wait on each other
-	PlanErrorTooManySteps      = "too_many_steps"     // more than plan.max_steps or the budget's max_plan_steps
+	KindInvalid           = "invalid_plan"       // not a JSON object with a steps list
+	KindEmpty             = "empty_plan"         // no steps
+	KindDuplicateStep     = "duplicate_step"     // two steps with one id
+	KindMissingID         = "missing_id"         // a step without id or task
+	KindUnknownDependency = "unknown_dependency" // depends_on names no step
+	KindCycle             = "dependency_cycle"   // steps wait on each other
+	KindTooManySteps      = "too_many_steps"     // more than plan.max_steps or the budget's max_plan_steps
 )
 
-func (e *PlanError) Error() string {
+func (e *Error) Error() string {
 	s := "plan: " + e.Kind
 	if e.Step != "" {
 		s += " at step " + e.Step
@@ -45,12 +47,12 @@ func (e *PlanError) Error() string {
 	return s
 }
 
-// parsePlan reads the plan from the model's answer. Models often wrap JSON
+// Parse reads the plan from the model's answer. Models often wrap JSON
 // in prose or a code fence, so the outermost {...} is taken.
-func parsePlan(text string) ([]planStep, error) {
-	raw, ok := outermostJSONObject(text)
+func Parse(text string) ([]Step, error) {
+	raw, ok := answer.JSONObject(text)
 	if !ok {
-		return nil, &PlanError{Kind: PlanErrorInvalid, Detail: "the answer holds no JSON object"}
+		return nil, &Error{Kind: KindInvalid, Detail: "the answer holds no JSON object"}
 	}
 	var doc struct {
 		Steps []struct {
@@ -61,53 +63,44 @@ func parsePlan(text string) ([]planStep, error) {
 		} `json:"steps"`
 	}
 	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
-		return nil, &PlanError{Kind: PlanErrorInvalid, Detail: err.Error()}
+		return nil, &Error{Kind: KindInvalid, Detail: err.Error()}
 	}
-	steps := make([]planStep, len(doc.Steps))
+	steps := make([]Step, len(doc.Steps))
 	for i, s := range doc.Steps {
 		task := s.Task
 		if task == "" {
 			task = s.Description
 		}
-		steps[i] = planStep{ID: strings.TrimSpace(s.ID), Task: strings.TrimSpace(task), DependsOn: s.DependsOn}
+		steps[i] = Step{ID: strings.TrimSpace(s.ID), Task: strings.TrimSpace(task), DependsOn: s.DependsOn}
 	}
 	return steps, nil
 }
 
-func outermostJSONObject(text string) (string, bool) {
-	i := strings.IndexByte(text, '{')
-	j := strings.LastIndexByte(text, '}')
-	if i < 0 || j < i {
-		return "", false
-	}
-	return text[i : j+1], true
-}
-
-// validatePlan checks a plan before any step runs: ids present and unique,
+// Validate checks a plan before any step runs: ids present and unique,
 // every dependency known (a step of this plan or one finished under an
 // earlier plan, named in done), no cycle, and at most maxSteps steps (0:
 // no limit).
-func validatePlan(steps []planStep, done map[string]bool, maxSteps int) error {
+func Validate(steps []Step, done map[string]bool, maxSteps int) error {
 	if len(steps) == 0 {
-		return &PlanError{Kind: PlanErrorEmpty, Detail: "the plan has no steps"}
+		return &Error{Kind: KindEmpty, Detail: "the plan has no steps"}
 	}
 	if maxSteps > 0 && len(steps) > maxSteps {
-		return &PlanError{Kind: PlanErrorTooManySteps, Detail: fmt.Sprintf("%d steps, at most %d allowed", len(steps), maxSteps)}
+		return &Error{Kind: KindTooManySteps, Detail: fmt.Sprintf("%d steps, at most %d allowed", len(steps), maxSteps)}
 	}
 	index := map[string]int{}
 	for i, s := range steps {
 		if s.ID == "" || s.Task == "" {
-			return &PlanError{Kind: PlanErrorMissingID, Step: s.ID, Detail: fmt.Sprintf("step %d needs both an id and a task", i+1)}
+			return &Error{Kind: KindMissingID, Step: s.ID, Detail: fmt.Sprintf("step %d needs both an id and a task", i+1)}
 		}
 		if _, dup := index[s.ID]; dup || done[s.ID] {
-			return &PlanError{Kind: PlanErrorDuplicateStep, Step: s.ID, Detail: "step ids must be unique"}
+			return &Error{Kind: KindDuplicateStep, Step: s.ID, Detail: "step ids must be unique"}
 		}
 		index[s.ID] = i
 	}
 	for _, s := range steps {
 		for _, d := range s.DependsOn {
 			if _, ok := index[d]; !ok && !done[d] {
-				return &PlanError{Kind: PlanErrorUnknownDependency, Step: s.ID, Detail: fmt.Sprintf("depends on %q, which is not a step", d)}
+				return &Error{Kind: KindUnknownDependency, Step: s.ID, Detail: fmt.Sprintf("depends on %q, which is not a step", d)}
 			}
 		}
 	}
@@ -138,7 +131,7 @@ func validatePlan(steps []planStep, done map[string]bool, maxSteps int) error {
 					}
 				}
 				cycle := append(append([]string(nil), path[start:]...), d)
-				return &PlanError{Kind: PlanErrorCycle, Step: d, Detail: strings.Join(cycle, " -> ")}
+				return &Error{Kind: KindCycle, Step: d, Detail: strings.Join(cycle, " -> ")}
 			case white:
 				if err := visit(j); err != nil {
 					return err
@@ -161,13 +154,13 @@ func validatePlan(steps []planStep, done map[string]bool, maxSteps int) error {
 
 // Step statuses, as journalled in step_finished.
 const (
-	stepDone    = "done"
-	stepFailed  = "failed"
-	stepSkipped = "skipped"
+	Done    = "done"
+	Failed  = "failed"
+	Skipped = "skipped"
 )
 
-// stepResult is how one step ended.
-type stepResult struct {
+// Result is how one step ended.
+type Result struct {
 	ID      string
 	Task    string
 	Status  string
@@ -188,57 +181,57 @@ func (e *StepFailedError) Error() string {
 }
 func (e *StepFailedError) Unwrap() error { return e.Err }
 
-// planStopError marks a step error that must stop the whole plan, whatever
+// StopError marks a step error that must stop the whole plan, whatever
 // continue_after_step_failure says: the shared budget ran out, or the run
 // was cancelled.
-type planStopError struct{ err error }
+type StopError struct{ Err error }
 
-func (e *planStopError) Error() string { return e.err.Error() }
-func (e *planStopError) Unwrap() error { return e.err }
+func (e *StopError) Error() string { return e.Err.Error() }
+func (e *StopError) Unwrap() error { return e.Err }
 
 // ErrStepTimeout is the cause of a step that ran past step_timeout.
 var ErrStepTimeout = errors.New("step timed out")
 
-// stepScheduler runs a validated plan's steps: every step whose dependencies
+// Scheduler runs a validated plan's steps: every step whose dependencies
 // are done is ready, and ready steps start in plan order, at most parallel at
 // a time, each under its own timeout.
-type stepScheduler struct {
-	parallel             int
-	stepTimeout          time.Duration
-	continueAfterFailure bool
-	// before runs before a step starts (budget, journal); an error stops the
+type Scheduler struct {
+	Parallel             int
+	StepTimeout          time.Duration
+	ContinueAfterFailure bool
+	// Before runs before a step starts (budget, journal); an error stops the
 	// plan: no further step starts.
-	before func(s planStep) error
-	// run executes one step, given the results of its dependencies.
-	run func(ctx context.Context, s planStep, deps []stepResult) (string, error)
-	// after sees every step's outcome, including skipped ones.
-	after func(r stepResult)
-	now   func() time.Time
+	Before func(s Step) error
+	// Run executes one step, given the results of its dependencies.
+	Run func(ctx context.Context, s Step, deps []Result) (string, error)
+	// After sees every step's outcome, including skipped ones.
+	After func(r Result)
+	Now   func() time.Time
 }
 
-// execute runs steps. results holds the steps finished under earlier plans
+// Execute runs steps. results holds the steps finished under earlier plans
 // and receives the new ones. It returns nil when every step ended (done, or
 // failed/skipped under continue_after_step_failure), a *StepFailedError for
 // the first failure otherwise, or the error that stopped the plan (budget,
 // cancellation). Steps already running when the plan stops are waited for,
-// so no goroutine outlives execute.
-func (sc *stepScheduler) execute(ctx context.Context, steps []planStep, results map[string]stepResult) error {
-	parallel := max(sc.parallel, 1)
+// so no goroutine outlives Execute.
+func (sc *Scheduler) Execute(ctx context.Context, steps []Step, results map[string]Result) error {
+	parallel := max(sc.Parallel, 1)
 	type finished struct {
-		res stepResult
+		res Result
 	}
 	ch := make(chan finished)
 	started := make([]bool, len(steps))
 	running := 0
 	var stopErr error
 
-	depsOf := func(s planStep) (ready, blocked bool, deps []stepResult) {
+	depsOf := func(s Step) (ready, blocked bool, deps []Result) {
 		for _, d := range s.DependsOn {
 			r, ok := results[d]
 			switch {
 			case !ok:
 				return false, false, nil
-			case r.Status != stepDone:
+			case r.Status != Done:
 				return false, true, nil
 			}
 			deps = append(deps, r)
@@ -262,39 +255,39 @@ func (sc *stepScheduler) execute(ctx context.Context, steps []planStep, results 
 						// Only reachable under continue_after_step_failure: a
 						// failed step stops the plan otherwise.
 						started[i] = true
-						r := stepResult{ID: s.ID, Task: s.Task, Status: stepSkipped, Err: errors.New("a step it depends on did not finish")}
+						r := Result{ID: s.ID, Task: s.Task, Status: Skipped, Err: errors.New("a step it depends on did not finish")}
 						results[s.ID] = r
-						sc.after(r)
+						sc.After(r)
 						progressed = true
 						continue
 					}
 					if !ready || running >= parallel {
 						continue
 					}
-					if err := sc.before(s); err != nil {
+					if err := sc.Before(s); err != nil {
 						stopErr = err
 						break
 					}
 					started[i] = true
 					running++
-					go func(s planStep, deps []stepResult) {
-						t0 := sc.now()
+					go func(s Step, deps []Result) {
+						t0 := sc.Now()
 						sctx, cancel := context.WithCancelCause(ctx)
-						if sc.stepTimeout > 0 {
+						if sc.StepTimeout > 0 {
 							var c2 context.CancelFunc
-							sctx, c2 = context.WithTimeoutCause(sctx, sc.stepTimeout, fmt.Errorf("%w after %s", ErrStepTimeout, sc.stepTimeout))
+							sctx, c2 = context.WithTimeoutCause(sctx, sc.StepTimeout, fmt.Errorf("%w after %s", ErrStepTimeout, sc.StepTimeout))
 							defer c2()
 						}
-						out, err := sc.run(sctx, s, deps)
+						out, err := sc.Run(sctx, s, deps)
 						// A step that overran reports its own context error;
 						// name the real cause so the replanner sees a timeout.
 						if cause := context.Cause(sctx); err != nil && ctx.Err() == nil && errors.Is(cause, ErrStepTimeout) {
 							err = cause
 						}
 						cancel(nil)
-						r := stepResult{ID: s.ID, Task: s.Task, Status: stepDone, Output: out, Elapsed: sc.now().Sub(t0)}
+						r := Result{ID: s.ID, Task: s.Task, Status: Done, Output: out, Elapsed: sc.Now().Sub(t0)}
 						if err != nil {
-							r.Status, r.Err, r.Output = stepFailed, err, ""
+							r.Status, r.Err, r.Output = Failed, err, ""
 						}
 						ch <- finished{r}
 					}(s, deps)
@@ -311,15 +304,15 @@ func (sc *stepScheduler) execute(ctx context.Context, steps []planStep, results 
 		f := <-ch
 		running--
 		results[f.res.ID] = f.res
-		sc.after(f.res)
-		if f.res.Status == stepFailed && stopErr == nil {
-			var ps *planStopError
+		sc.After(f.res)
+		if f.res.Status == Failed && stopErr == nil {
+			var ps *StopError
 			switch {
 			case errors.As(f.res.Err, &ps):
-				stopErr = ps.err
+				stopErr = ps.Err
 			case ctx.Err() != nil:
 				stopErr = ctx.Err()
-			case !sc.continueAfterFailure:
+			case !sc.ContinueAfterFailure:
 				stopErr = &StepFailedError{Step: f.res.ID, Err: f.res.Err}
 			}
 		}
@@ -329,9 +322,9 @@ func (sc *stepScheduler) execute(ctx context.Context, steps []planStep, results 
 	}
 	for i, s := range steps {
 		if !started[i] { // unreachable for a validated plan; never hang or lose a step silently
-			r := stepResult{ID: s.ID, Task: s.Task, Status: stepSkipped, Err: errors.New("never became ready")}
+			r := Result{ID: s.ID, Task: s.Task, Status: Skipped, Err: errors.New("never became ready")}
 			results[s.ID] = r
-			sc.after(r)
+			sc.After(r)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package engine
+package bestofn
 
 import (
 	"context"
@@ -13,58 +13,59 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 )
 
-// bonGeneration is how one candidate's generation ended.
-type bonGeneration struct {
+// Generation is how one candidate's generation ended.
+type Generation struct {
 	Content     string
 	Usage       budget.Amount
 	Termination string
 	Iterations  int
 	// Status is empty when the candidate produced an answer, else the
 	// status it ends with (generation_failed, side_effect_blocked, ...).
-	Status CandidateStatus
+	Status Status
 	Err    error
 	// Stop, when set, stops the whole best-of-N run: the shared budget is
 	// exhausted (per Wuwe, one exhausted aggregate limit ends every candidate).
 	Stop error
 }
 
-// bonScore is the scorer's verdict on one candidate.
-type bonScore struct {
+// Score is the scorer's verdict on one candidate.
+type Score struct {
 	Score     float64
 	Accepted  bool
 	Rationale string
 	Usage     budget.Amount
 	Err       error
-	Stop      error // as in bonGeneration
+	Stop      error // as in Generation
 }
 
-// bonRunner runs the candidates of one best_of_n block. It knows nothing
-// of the engine: generation, scoring, the vote key and the journal are
-// functions, so its scheduling and status rules are tested on their own.
-type bonRunner struct {
-	cfg      plan.BestOfN
-	now      func() time.Time
-	vary     func(index int) (RunOptions, map[string]any, error)
-	generate func(ctx context.Context, index int, ro RunOptions) bonGeneration
-	score    func(ctx context.Context, c *Candidate) bonScore
-	key      func(c *Candidate) (string, error)
-	record   func(typ string, data any)
+// Runner runs the candidates of one best_of_n block. It knows nothing of
+// the engine: varying the run options (of type O), generation, scoring, the
+// vote key and the journal are functions, so its scheduling and status
+// rules are tested on their own.
+type Runner[O any] struct {
+	Config   plan.BestOfN
+	Now      func() time.Time
+	Vary     func(index int) (O, map[string]any, error)
+	Generate func(ctx context.Context, index int, ro O) Generation
+	Score    func(ctx context.Context, c *Candidate) Score
+	Key      func(c *Candidate) (string, error)
+	Record   func(typ string, data any)
 }
 
-// errBestOfNDeadline is the cause of the context of a run whose timeout passed.
-var errBestOfNDeadline = errors.New("best-of-N timeout")
+// errDeadline is the cause of the context of a run whose timeout passed.
+var errDeadline = errors.New("best-of-N timeout")
 
-// bonOutcome is what run returns: every candidate in index order, the
+// Outcome is what Run returns: every candidate in index order, the
 // selected one's position (-1 for none), and the error that ended the run
 // early (a budget stop or the caller's cancellation), if any.
-type bonOutcome struct {
+type Outcome struct {
 	Candidates []Candidate
 	Selected   int
 	Stop       error
 	TimedOut   bool
 }
 
-// run generates and scores the candidates, max_concurrency at a time, in
+// Run generates and scores the candidates, max_concurrency at a time, in
 // index order of starting, under the block's timeout; then selects.
 //
 // Ending early: a budget stop cancels every candidate still running (they
@@ -73,16 +74,16 @@ type bonOutcome struct {
 // timeout stops the running candidates (timed_out) and starts no more
 // (skipped), but the candidates already scored are still selected from: the
 // deadline bounds the work, and what finished in time is a valid pool.
-func (b *bonRunner) run(parent context.Context) bonOutcome {
-	n := max(b.cfg.Candidates, 0)
+func (b *Runner[O]) Run(parent context.Context) Outcome {
+	n := max(b.Config.Candidates, 0)
 	cs := make([]Candidate, n)
 	for i := range cs {
-		cs[i] = Candidate{Index: i, Status: StatusSkipped}
+		cs[i] = Candidate{Index: i, Status: Skipped}
 	}
 	ctx := parent
 	var cancelTimeout context.CancelFunc = func() {}
-	if d := b.cfg.Timeout.Std(); d > 0 {
-		ctx, cancelTimeout = context.WithTimeoutCause(parent, d, errBestOfNDeadline)
+	if d := b.Config.Timeout.Std(); d > 0 {
+		ctx, cancelTimeout = context.WithTimeoutCause(parent, d, errDeadline)
 	}
 	defer cancelTimeout()
 	ctx, stopAll := context.WithCancelCause(ctx)
@@ -114,7 +115,7 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 	go func() {
 		defer close(written)
 		for ev := range events {
-			b.record(ev.typ, ev.data)
+			b.Record(ev.typ, ev.data)
 		}
 	}()
 	var queueMu sync.Mutex
@@ -128,23 +129,23 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 		<-written
 	}
 	// interrupted is the status of a candidate whose context ended early.
-	interrupted := func() CandidateStatus {
+	interrupted := func() Status {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case stop != nil:
-			return StatusBudgetExceeded
+			return BudgetExceeded
 		case parent.Err() != nil:
-			return StatusCancelled
+			return Cancelled
 		}
-		return StatusTimedOut
+		return TimedOut
 	}
 
 	// max_concurrency workers take candidates in index order; a worker that
 	// finishes one goes straight on to the next, so no slot waits for a
 	// dispatcher to wake up.
 	var next atomic.Int64
-	for range min(max(b.cfg.MaxConcurrency, 1), n) {
+	for range min(max(b.Config.MaxConcurrency, 1), n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -161,33 +162,33 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 	wg.Wait()
 	defer flush()
 
-	out := bonOutcome{Candidates: cs, Selected: -1}
+	out := Outcome{Candidates: cs, Selected: -1}
 	mu.Lock()
 	out.Stop = stop
 	mu.Unlock()
 	if out.Stop == nil && parent.Err() != nil {
 		out.Stop = parent.Err()
 	}
-	out.TimedOut = errors.Is(context.Cause(ctx), errBestOfNDeadline)
+	out.TimedOut = errors.Is(context.Cause(ctx), errDeadline)
 	for i := range cs {
 		if !started[i] {
-			record(journal.CandidateFinished, journal.CandidateFinishedData{Index: i, Status: string(StatusSkipped)})
+			record(journal.CandidateFinished, journal.CandidateFinishedData{Index: i, Status: string(Skipped)})
 		}
 	}
 	if out.Stop != nil {
 		return out
 	}
-	sel, err := selectCandidate(b.cfg.Selector.Kind, cs, b.cfg.TieTolerance)
-	data := journal.CandidateSelectedData{Index: sel, Selector: b.cfg.Selector.Kind}
+	sel, err := Select(b.Config.Selector.Kind, cs, b.Config.TieTolerance)
+	data := journal.CandidateSelectedData{Index: sel, Selector: b.Config.Selector.Kind}
 	if err != nil {
 		data.Reason = err.Error()
 	} else {
 		out.Selected = sel
 		data.Score = cs[sel].Score
-		if b.cfg.Selector.Kind == "majority_vote" {
+		if b.Config.Selector.Kind == "majority_vote" {
 			data.Key = cs[sel].Key
 			for _, c := range cs {
-				if c.Status == StatusEligible && c.Key == cs[sel].Key {
+				if c.Status == Eligible && c.Key == cs[sel].Key {
 					data.Votes++
 				}
 			}
@@ -199,28 +200,28 @@ func (b *bonRunner) run(parent context.Context) bonOutcome {
 
 // runCandidate generates one candidate, scores it and computes its vote
 // key, leaving its final status in c.
-func (b *bonRunner) runCandidate(ctx context.Context, c *Candidate, record func(string, any), setStop func(error), interrupted func() CandidateStatus) {
-	start := b.now()
+func (b *Runner[O]) runCandidate(ctx context.Context, c *Candidate, record func(string, any), setStop func(error), interrupted func() Status) {
+	start := b.Now()
 	defer func() {
-		c.Elapsed = b.now().Sub(start)
+		c.Elapsed = b.Now().Sub(start)
 		fin := journal.CandidateFinishedData{Index: c.Index, Status: string(c.Status), Content: c.Content, Usage: c.AccountedUsage(), DurationMS: c.Elapsed.Milliseconds()}
 		if c.Error != nil {
 			fin.Error = c.Error.Error()
 		}
 		record(journal.CandidateFinished, fin)
 	}()
-	ro, vary, err := b.vary(c.Index)
+	ro, vary, err := b.Vary(c.Index)
 	record(journal.CandidateStarted, journal.CandidateStartedData{Index: c.Index, Vary: vary})
 	if err != nil {
-		c.Status, c.Error = StatusGenerationFailed, err
+		c.Status, c.Error = GenerationFailed, err
 		return
 	}
 
-	g := b.generate(ctx, c.Index, ro)
+	g := b.Generate(ctx, c.Index, ro)
 	c.Content, c.Usage, c.Termination, c.Iterations = g.Content, g.Usage, g.Termination, g.Iterations
 	if g.Stop != nil {
 		setStop(g.Stop)
-		c.Status, c.Error = StatusBudgetExceeded, g.Stop
+		c.Status, c.Error = BudgetExceeded, g.Stop
 		return
 	}
 	if ctx.Err() != nil {
@@ -232,7 +233,7 @@ func (b *bonRunner) runCandidate(ctx context.Context, c *Candidate, record func(
 		return
 	}
 
-	s := b.score(ctx, c)
+	s := b.Score(ctx, c)
 	c.ScorerUsage = s.Usage
 	scored := journal.CandidateScoredData{Index: c.Index, Score: s.Score, Accepted: s.Accepted, Rationale: s.Rationale, Usage: s.Usage}
 	if s.Err != nil {
@@ -241,7 +242,7 @@ func (b *bonRunner) runCandidate(ctx context.Context, c *Candidate, record func(
 	switch {
 	case s.Stop != nil:
 		setStop(s.Stop)
-		c.Status, c.Error = StatusBudgetExceeded, s.Stop
+		c.Status, c.Error = BudgetExceeded, s.Stop
 		return
 	case ctx.Err() != nil:
 		c.Status, c.Error = interrupted(), context.Cause(ctx)
@@ -249,24 +250,24 @@ func (b *bonRunner) runCandidate(ctx context.Context, c *Candidate, record func(
 	}
 	record(journal.CandidateScored, scored)
 	if s.Err != nil {
-		c.Status, c.Error = StatusScoringFailed, s.Err
+		c.Status, c.Error = ScoringFailed, s.Err
 		return
 	}
 	c.Score, c.Scored, c.Rationale = s.Score, true, s.Rationale
-	if b.cfg.Selector.Kind == "majority_vote" {
-		k, err := b.key(c)
+	if b.Config.Selector.Kind == "majority_vote" {
+		k, err := b.Key(c)
 		if err != nil {
-			c.Status, c.Error = StatusScoringFailed, fmt.Errorf("selector key: %w", err)
+			c.Status, c.Error = ScoringFailed, fmt.Errorf("selector key: %w", err)
 			return
 		}
 		c.Key = k
 	}
 	switch {
 	case !s.Accepted:
-		c.Status, c.Error = StatusRejected, fmt.Errorf("the scorer did not accept the candidate")
-	case s.Score < b.cfg.MinimumScore:
-		c.Status, c.Error = StatusRejected, fmt.Errorf("score %g is below minimum_score %g", s.Score, b.cfg.MinimumScore)
+		c.Status, c.Error = Rejected, fmt.Errorf("the scorer did not accept the candidate")
+	case s.Score < b.Config.MinimumScore:
+		c.Status, c.Error = Rejected, fmt.Errorf("score %g is below minimum_score %g", s.Score, b.Config.MinimumScore)
 	default:
-		c.Status = StatusEligible
+		c.Status = Eligible
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package bestofn
 
 import (
 	"errors"
@@ -9,39 +9,39 @@ import (
 	"github.com/symbi-dev/symbi/budget"
 )
 
-// CandidateStatus says how far one best-of-N candidate got. Each way a
+// Status says how far one best-of-N candidate got. Each way a
 // candidate can drop out is its own status, so a reviewer can tell a weak
 // answer (rejected) from one that never had a chance (skipped, budget_exceeded).
-type CandidateStatus string
+type Status string
 
 const (
-	// StatusEligible: generated, scored, accepted and at or above minimum_score.
-	StatusEligible CandidateStatus = "eligible"
-	// StatusRejected: scored below minimum_score, or the scorer did not accept it.
-	StatusRejected CandidateStatus = "rejected"
-	// StatusGenerationFailed: the candidate's run ended without an answer.
-	StatusGenerationFailed CandidateStatus = "generation_failed"
-	// StatusScoringFailed: the scorer (or the selector key) failed on this candidate.
-	StatusScoringFailed CandidateStatus = "scoring_failed"
-	// StatusBudgetExceeded: the shared best-of-N budget ran out while this
+	// Eligible: generated, scored, accepted and at or above minimum_score.
+	Eligible Status = "eligible"
+	// Rejected: scored below minimum_score, or the scorer did not accept it.
+	Rejected Status = "rejected"
+	// GenerationFailed: the candidate's run ended without an answer.
+	GenerationFailed Status = "generation_failed"
+	// ScoringFailed: the scorer (or the selector key) failed on this candidate.
+	ScoringFailed Status = "scoring_failed"
+	// BudgetExceeded: the shared best-of-N budget ran out while this
 	// candidate was running or about to be scored.
-	StatusBudgetExceeded CandidateStatus = "budget_exceeded"
-	// StatusSideEffectBlocked: the candidate proposed an action its
+	BudgetExceeded Status = "budget_exceeded"
+	// SideEffectBlocked: the candidate proposed an action its
 	// side_effects mode forbids (any tool call under isolate, a write under read_only).
-	StatusSideEffectBlocked CandidateStatus = "side_effect_blocked"
-	// StatusCancelled: the caller cancelled the run while this candidate was in flight.
-	StatusCancelled CandidateStatus = "cancelled"
-	// StatusTimedOut: the best-of-N deadline passed while this candidate was in flight.
-	StatusTimedOut CandidateStatus = "timed_out"
-	// StatusSkipped: the candidate never started, because the run stopped first.
-	StatusSkipped CandidateStatus = "skipped"
+	SideEffectBlocked Status = "side_effect_blocked"
+	// Cancelled: the caller cancelled the run while this candidate was in flight.
+	Cancelled Status = "cancelled"
+	// TimedOut: the best-of-N deadline passed while this candidate was in flight.
+	TimedOut Status = "timed_out"
+	// Skipped: the candidate never started, because the run stopped first.
+	Skipped Status = "skipped"
 )
 
 // Candidate is one best-of-N candidate, reported in index order whatever the
 // order in which candidates finished.
 type Candidate struct {
-	Index  int             `json:"index"`
-	Status CandidateStatus `json:"status"`
+	Index  int    `json:"index"`
+	Status Status `json:"status"`
 	// Score is the scorer's value in [0, 1]; meaningful when Scored.
 	Score     float64 `json:"score"`
 	Scored    bool    `json:"scored"`
@@ -64,19 +64,19 @@ type Candidate struct {
 // AccountedUsage is generation plus scoring: what the candidate cost the
 // shared budget.
 func (c *Candidate) AccountedUsage() budget.Amount {
-	return bonAddUsage(c.Usage, c.ScorerUsage)
+	return addUsage(c.Usage, c.ScorerUsage)
 }
 
 // ErrNoEligibleCandidate is returned when every candidate was rejected or failed.
 var ErrNoEligibleCandidate = errors.New("best-of-N: no eligible candidate")
 
-// selectCandidate applies the selector to cs (in index order) and returns the
+// Select applies the selector to cs (in index order) and returns the
 // position of the selected candidate, or ErrNoEligibleCandidate. Only eligible
 // candidates take part.
-func selectCandidate(kind string, cs []Candidate, tieTolerance float64) (int, error) {
+func Select(kind string, cs []Candidate, tieTolerance float64) (int, error) {
 	var eligible []int
 	for i := range cs {
-		if cs[i].Status == StatusEligible {
+		if cs[i].Status == Eligible {
 			eligible = append(eligible, i)
 		}
 	}
@@ -164,19 +164,19 @@ func selectMajority(cs []Candidate, among []int, tieTolerance float64) int {
 	return selectHighest(cs, win.members, tieTolerance)
 }
 
-// bonAddUsage adds saturating: accounting never wraps around to reopen capacity.
-func bonAddUsage(a, b budget.Amount) budget.Amount {
+// addUsage adds saturating: accounting never wraps around to reopen capacity.
+func addUsage(a, b budget.Amount) budget.Amount {
 	return budget.Amount{
-		ModelCalls:       bonSatAdd(a.ModelCalls, b.ModelCalls),
-		ToolCalls:        bonSatAdd(a.ToolCalls, b.ToolCalls),
-		PromptTokens:     bonSatAdd(a.PromptTokens, b.PromptTokens),
-		CompletionTokens: bonSatAdd(a.CompletionTokens, b.CompletionTokens),
-		TotalTokens:      bonSatAdd(a.TotalTokens, b.TotalTokens),
+		ModelCalls:       satAdd(a.ModelCalls, b.ModelCalls),
+		ToolCalls:        satAdd(a.ToolCalls, b.ToolCalls),
+		PromptTokens:     satAdd(a.PromptTokens, b.PromptTokens),
+		CompletionTokens: satAdd(a.CompletionTokens, b.CompletionTokens),
+		TotalTokens:      satAdd(a.TotalTokens, b.TotalTokens),
 		CostUSD:          a.CostUSD + b.CostUSD,
 	}
 }
 
-func bonSatAdd(a, b int64) int64 {
+func satAdd(a, b int64) int64 {
 	s := a + b
 	if a > 0 && b > 0 && s < 0 {
 		return math.MaxInt64

@@ -1,4 +1,4 @@
-package engine
+package progress
 
 import (
 	"sync"
@@ -21,11 +21,11 @@ func TestProgressErrorSimilarity(t *testing.T) {
 		{"invalid argument: query missing", "invalid argument: path missing", 0.5, 0.7},
 	}
 	for _, tt := range tests {
-		got := ErrorSimilarity(tt.a, tt.b)
+		got := Similarity(tt.a, tt.b)
 		if got < tt.min || got > tt.max {
-			t.Errorf("ErrorSimilarity(%q, %q) = %v, want in [%v, %v]", tt.a, tt.b, got, tt.min, tt.max)
+			t.Errorf("Similarity(%q, %q) = %v, want in [%v, %v]", tt.a, tt.b, got, tt.min, tt.max)
 		}
-		if back := ErrorSimilarity(tt.b, tt.a); back != got {
+		if back := Similarity(tt.b, tt.a); back != got {
 			t.Errorf("not symmetric: %v vs %v", got, back)
 		}
 	}
@@ -34,14 +34,14 @@ func TestProgressErrorSimilarity(t *testing.T) {
 func TestProgressTrackerOnLimit(t *testing.T) {
 	for _, onLimit := range []string{"skip", "abort", "escalate"} {
 		t.Run(onLimit, func(t *testing.T) {
-			tr := NewProgressTracker(plan.Progress{MaxReattemptsPerStep: 2, SimilarityThreshold: 0.85, OnLimit: onLimit})
+			tr := New(plan.Progress{MaxReattemptsPerStep: 2, SimilarityThreshold: 0.85, OnLimit: onLimit})
 			// First failure and two similar reattempts are allowed.
 			for i, msg := range []string{"timeout after 10ms", "timeout after 12ms", "timeout after 31ms"} {
-				if v := tr.Observe("search", msg); v != ProgressContinue {
+				if v := tr.Observe("search", msg); v != Continue {
 					t.Fatalf("failure %d: verdict %s, want continue", i, v)
 				}
 			}
-			if v := tr.Observe("search", "timeout after 99ms"); v != ProgressVerdict(onLimit) {
+			if v := tr.Observe("search", "timeout after 99ms"); v != Verdict(onLimit) {
 				t.Fatalf("third reattempt: verdict %s, want %s", v, onLimit)
 			}
 			stuck := tr.Stuck("search")
@@ -53,17 +53,17 @@ func TestProgressTrackerOnLimit(t *testing.T) {
 }
 
 func TestProgressTrackerDissimilarErrorResets(t *testing.T) {
-	tr := NewProgressTracker(plan.Progress{MaxReattemptsPerStep: 1, SimilarityThreshold: 0.85, OnLimit: "abort"})
+	tr := New(plan.Progress{MaxReattemptsPerStep: 1, SimilarityThreshold: 0.85, OnLimit: "abort"})
 	steps := []struct {
 		key, msg string
-		want     ProgressVerdict
+		want     Verdict
 	}{
-		{"s", "invalid argument: query", ProgressContinue},
-		{"s", "invalid argument: query", ProgressContinue},      // reattempt 1
-		{"s", "connection reset by peer", ProgressContinue},     // changed approach: reset
-		{"s", "connection reset by peer", ProgressContinue},     // reattempt 1
-		{"other", "connection reset by peer", ProgressContinue}, // steps are independent
-		{"s", "connection reset by peer", ProgressAbort},        // reattempt 2 > 1
+		{"s", "invalid argument: query", Continue},
+		{"s", "invalid argument: query", Continue},      // reattempt 1
+		{"s", "connection reset by peer", Continue},     // changed approach: reset
+		{"s", "connection reset by peer", Continue},     // reattempt 1
+		{"other", "connection reset by peer", Continue}, // steps are independent
+		{"s", "connection reset by peer", Abort},        // reattempt 2 > 1
 	}
 	for i, st := range steps {
 		if v := tr.Observe(st.key, st.msg); v != st.want {
@@ -71,26 +71,26 @@ func TestProgressTrackerDissimilarErrorResets(t *testing.T) {
 		}
 	}
 	tr.Succeeded("s")
-	if v := tr.Observe("s", "connection reset by peer"); v != ProgressContinue {
+	if v := tr.Observe("s", "connection reset by peer"); v != Continue {
 		t.Fatalf("after success: %s, want continue", v)
 	}
 }
 
 func TestProgressTrackerDisabled(t *testing.T) {
-	tr := NewProgressTracker(plan.Progress{MaxReattemptsPerStep: 0, SimilarityThreshold: 0.5, OnLimit: "abort"})
+	tr := New(plan.Progress{MaxReattemptsPerStep: 0, SimilarityThreshold: 0.5, OnLimit: "abort"})
 	for range 10 {
-		if v := tr.Observe("s", "same"); v != ProgressContinue {
+		if v := tr.Observe("s", "same"); v != Continue {
 			t.Fatalf("disabled tracker said %s", v)
 		}
 	}
-	var nilTracker *ProgressTracker
-	if v := nilTracker.Observe("s", "x"); v != ProgressContinue {
+	var nilTracker *Tracker
+	if v := nilTracker.Observe("s", "x"); v != Continue {
 		t.Fatalf("nil tracker said %s", v)
 	}
 }
 
 func TestProgressTrackerConcurrent(t *testing.T) {
-	tr := NewProgressTracker(plan.Progress{MaxReattemptsPerStep: 1000, SimilarityThreshold: 0.85, OnLimit: "abort"})
+	tr := New(plan.Progress{MaxReattemptsPerStep: 1000, SimilarityThreshold: 0.85, OnLimit: "abort"})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)

@@ -1,4 +1,4 @@
-package engine
+package reflection
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 )
 
-func TestReflectParseScoreAnswer(t *testing.T) {
+func TestParseScore(t *testing.T) {
 	rubric := []plan.Criterion{{Name: "accuracy", Weight: 0.7}, {Name: "brevity", Weight: 0.3}}
 	tests := []struct {
 		name     string
@@ -31,7 +31,7 @@ func TestReflectParseScoreAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := parseScoreAnswer(tt.text, tt.rubric)
+			ev, err := ParseScore(tt.text, tt.rubric)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,32 +48,32 @@ func TestReflectParseScoreAnswer(t *testing.T) {
 	}
 	for _, bad := range []string{"no idea", `{"score": 3}`, "150%", `{"scores": {"accuracy": 2}}`} {
 		var se *ScoreError
-		if _, err := parseScoreAnswer(bad, rubric); !errors.As(err, &se) {
-			t.Errorf("parseScoreAnswer(%q) err = %v, want *ScoreError", bad, err)
+		if _, err := ParseScore(bad, rubric); !errors.As(err, &se) {
+			t.Errorf("ParseScore(%q) err = %v, want *ScoreError", bad, err)
 		}
 	}
 }
 
-func TestReflectVerdict(t *testing.T) {
+func TestVerdict(t *testing.T) {
 	cfg := plan.Reflect{PassScore: 0.75, ReviseScore: 0.55, RetryScore: 0.35}
 	for score, want := range map[float64]string{
-		1: VerdictPass, 0.75: VerdictPass, 0.74: VerdictRevise, 0.55: VerdictRevise,
-		0.5: VerdictRetry, 0.35: VerdictRetry, 0.34: VerdictBlock, 0: VerdictBlock,
+		1: Pass, 0.75: Pass, 0.74: Revise, 0.55: Revise,
+		0.5: Retry, 0.35: Retry, 0.34: Block, 0: Block,
 	} {
-		if got := reflectVerdict(score, cfg); got != want {
+		if got := Verdict(score, cfg); got != want {
 			t.Errorf("verdict(%v) = %s, want %s", score, got, want)
 		}
 	}
 }
 
-func TestReflectEvaluationPromptNamesCriteria(t *testing.T) {
-	p := evaluationPrompt("What is 6*7?", "42", []plan.Criterion{{Name: "accuracy", Weight: 0.7, Description: "is it right"}})
+func TestPromptNamesCriteria(t *testing.T) {
+	p := Prompt("What is 6*7?", "42", []plan.Criterion{{Name: "accuracy", Weight: 0.7, Description: "is it right"}})
 	for _, want := range []string{"What is 6*7?", "42", "accuracy (weight 0.7): is it right", `"scores": {"accuracy": <0..1>}`} {
 		if !strings.Contains(p, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, p)
 		}
 	}
-	if p := evaluationPrompt("t", "a", nil); !strings.Contains(p, `{"score": <0..1>`) {
+	if p := Prompt("t", "a", nil); !strings.Contains(p, `{"score": <0..1>`) {
 		t.Errorf("rubric-less prompt asks for no single score:\n%s", p)
 	}
 }
