@@ -64,7 +64,7 @@ var allowed = map[string][]string{
 	"engine": {"budget", "builtins", "convo", "journal", "knowledge", "plan", "plan/eval", "policy",
 		"provider", "provider/openai", "provider/scripted", "routing", "seal", "stdlib",
 		"engine/internal/answer", "engine/internal/bestofn", "engine/internal/planexec",
-		"engine/internal/progress", "engine/internal/reflection"},
+		"engine/internal/prehydrate", "engine/internal/progress", "engine/internal/reflection"},
 	// The engine's pure parts, each a package of its own; the drivers that
 	// need a run stay in the engine.
 	"engine/internal/answer":     nil,
@@ -72,6 +72,7 @@ var allowed = map[string][]string{
 	"engine/internal/reflection": {"engine/internal/answer", "plan"},
 	"engine/internal/planexec":   {"engine/internal/answer", "provider"},
 	"engine/internal/bestofn":    {"budget", "engine/internal/answer", "journal", "plan", "plan/eval"},
+	"engine/internal/prehydrate": {"stdlib"},
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "interp", "journal", "plan", "plan/eval", "policy", "stdlib"},

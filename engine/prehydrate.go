@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/symbi-dev/symbi/engine/internal/prehydrate"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
@@ -25,11 +26,11 @@ func (r *run) prehydrate(ctx context.Context) error {
 	if cfg == nil || len(cfg.Resolvers) == 0 || r.partOfOwnRun() {
 		return nil
 	}
-	patterns, err := compilePatterns(cfg.Patterns)
+	patterns, err := prehydrate.CompilePatterns(cfg.Patterns)
 	if err != nil {
 		return err
 	}
-	refs := findReferences(r.input, cfg.Resolvers, patterns, cfg.MaxReferences)
+	refs := prehydrate.Find(r.input, cfg.Resolvers, patterns, cfg.MaxReferences)
 	if len(refs) == 0 {
 		return nil
 	}
@@ -48,7 +49,7 @@ func (r *run) prehydrate(ctx context.Context) error {
 		if info, ok := r.tools.info[tool]; ok {
 			a.Effect, a.Tags, params = info.Effect, info.Tags, info.Parameters
 		}
-		a.Arguments = resolverArguments(params, ref)
+		a.Arguments = prehydrate.Arguments(params, ref)
 		gs[i] = r.gateAction(pctx, a)
 		data.References[i] = journal.Reference{Kind: ref.Kind, Value: ref.Value, Tool: tool}
 	}
@@ -79,7 +80,7 @@ func (r *run) prehydrate(ctx context.Context) error {
 				data.References[i].Error = "left out: max_context_tokens reached"
 				continue
 			}
-			if text = fitTokens(text, remaining); text == "" {
+			if text = prehydrate.Fit(text, remaining); text == "" {
 				data.References[i].Error = "left out: max_context_tokens reached"
 				continue
 			}

@@ -1,4 +1,4 @@
-package engine
+package prehydrate
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestPrehydrateFindReferences(t *testing.T) {
+func TestFind(t *testing.T) {
 	all := map[string]string{"url": "tool.fetch", "file": "tool.read_file", "ticket": "tool.jira"}
 	patterns := map[string]*regexp.Regexp{
 		"ticket": regexp.MustCompile(`JIRA-[0-9]+`),
@@ -60,7 +60,7 @@ func TestPrehydrateFindReferences(t *testing.T) {
 				res = all
 			}
 			var got []string
-			for _, r := range findReferences(tt.input, res, patterns, tt.limit) {
+			for _, r := range Find(tt.input, res, patterns, tt.limit) {
 				got = append(got, fmt.Sprintf("%s:%s", r.Kind, r.Value))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -70,8 +70,8 @@ func TestPrehydrateFindReferences(t *testing.T) {
 	}
 }
 
-func TestPrehydrateCaptureGroup(t *testing.T) {
-	refs := findReferences("merge PR #17 now", map[string]string{"pr": "tool.gh"}, map[string]*regexp.Regexp{"pr": regexp.MustCompile(`PR #([0-9]+)`)}, 0)
+func TestCaptureGroup(t *testing.T) {
+	refs := Find("merge PR #17 now", map[string]string{"pr": "tool.gh"}, map[string]*regexp.Regexp{"pr": regexp.MustCompile(`PR #([0-9]+)`)}, 0)
 	if len(refs) != 1 || refs[0].Value != "17" {
 		t.Fatalf("refs = %+v, want the capture group 17", refs)
 	}

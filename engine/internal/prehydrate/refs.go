@@ -1,4 +1,4 @@
-package engine
+package prehydrate
 
 import (
 	"encoding/json"
@@ -10,56 +10,56 @@ import (
 	"github.com/symbi-dev/symbi/stdlib"
 )
 
-// prehydrateRef is one reference found in the input.
-type prehydrateRef struct {
+// Ref is one reference found in the input.
+type Ref struct {
 	Kind  string // url | file | a custom pattern name
 	Value string
 	pos   int
 }
 
 var (
-	// phURL is an http(s) URL up to whitespace or a closing bracket or quote.
-	phURL = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`)
-	// phPath is a path-like token: one with a slash (./a, ../a, ~/a, /a/b,
+	// urlPattern is an http(s) URL up to whitespace or a closing bracket or quote.
+	urlPattern = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`)
+	// pathPattern is a path-like token: one with a slash (./a, ../a, ~/a, /a/b,
 	// dir/file) or a bare file name with an extension (notes.md). A bare
 	// name needs two characters before the dot so "e.g." and "i.e." are not
 	// taken for files.
-	phPath = regexp.MustCompile(`(?:^|[\s("'` + "`" + `\[])((?:\.{1,2}/|~/|/)?(?:[\w.\-]+/)+[\w.\-]+|[\w\-]{2,}(?:\.[\w\-]+)*\.[A-Za-z][A-Za-z0-9]{0,7})`)
+	pathPattern = regexp.MustCompile(`(?:^|[\s("'` + "`" + `\[])((?:\.{1,2}/|~/|/)?(?:[\w.\-]+/)+[\w.\-]+|[\w\-]{2,}(?:\.[\w\-]+)*\.[A-Za-z][A-Za-z0-9]{0,7})`)
 )
 
-// phTrailing is punctuation that ends a sentence rather than a reference.
-const phTrailing = ".,;:!?"
+// trailing is punctuation that ends a sentence rather than a reference.
+const trailing = ".,;:!?"
 
-// findReferences lists the references in input that a resolver exists for,
+// Find lists the references in input that a resolver exists for,
 // in the order they appear, without duplicates, at most limit (0: no limit).
 // URLs are found first and their text is not searched again for paths.
 // Custom patterns take the whole match, or the first capture group when the
 // pattern has one.
-func findReferences(input string, resolvers map[string]string, patterns map[string]*regexp.Regexp, limit int) []prehydrateRef {
-	var refs []prehydrateRef
+func Find(input string, resolvers map[string]string, patterns map[string]*regexp.Regexp, limit int) []Ref {
+	var refs []Ref
 	masked := []byte(input)
 	if _, ok := resolvers["url"]; ok {
-		for _, m := range phURL.FindAllStringIndex(input, -1) {
-			v := strings.TrimRight(input[m[0]:m[1]], phTrailing)
-			refs = append(refs, prehydrateRef{Kind: "url", Value: v, pos: m[0]})
+		for _, m := range urlPattern.FindAllStringIndex(input, -1) {
+			v := strings.TrimRight(input[m[0]:m[1]], trailing)
+			refs = append(refs, Ref{Kind: "url", Value: v, pos: m[0]})
 			for i := m[0]; i < m[1]; i++ {
 				masked[i] = ' '
 			}
 		}
 	} else {
-		for _, m := range phURL.FindAllStringIndex(input, -1) {
+		for _, m := range urlPattern.FindAllStringIndex(input, -1) {
 			for i := m[0]; i < m[1]; i++ {
 				masked[i] = ' '
 			}
 		}
 	}
 	if _, ok := resolvers["file"]; ok {
-		for _, m := range phPath.FindAllSubmatchIndex(masked, -1) {
-			v := strings.TrimRight(string(masked[m[2]:m[3]]), phTrailing)
+		for _, m := range pathPattern.FindAllSubmatchIndex(masked, -1) {
+			v := strings.TrimRight(string(masked[m[2]:m[3]]), trailing)
 			if v == "" || strings.Trim(v, "./~") == "" {
 				continue
 			}
-			refs = append(refs, prehydrateRef{Kind: "file", Value: v, pos: m[2]})
+			refs = append(refs, Ref{Kind: "file", Value: v, pos: m[2]})
 		}
 	}
 	names := make([]string, 0, len(patterns))
@@ -77,7 +77,7 @@ func findReferences(input string, resolvers map[string]string, patterns map[stri
 				lo, hi = m[2], m[3]
 			}
 			if hi > lo {
-				refs = append(refs, prehydrateRef{Kind: name, Value: input[lo:hi], pos: lo})
+				refs = append(refs, Ref{Kind: name, Value: input[lo:hi], pos: lo})
 			}
 		}
 	}
@@ -98,9 +98,9 @@ func findReferences(input string, resolvers map[string]string, patterns map[stri
 	return out
 }
 
-// compilePatterns compiles pre_hydrate patterns. The compiler has checked
+// CompilePatterns compiles pre_hydrate patterns. The compiler has checked
 // them, so an error here means a plan edited by hand.
-func compilePatterns(patterns map[string]string) (map[string]*regexp.Regexp, error) {
+func CompilePatterns(patterns map[string]string) (map[string]*regexp.Regexp, error) {
 	out := make(map[string]*regexp.Regexp, len(patterns))
 	for name, p := range patterns {
 		re, err := regexp.Compile(p)
@@ -112,11 +112,11 @@ func compilePatterns(patterns map[string]string) (map[string]*regexp.Regexp, err
 	return out, nil
 }
 
-// resolverArguments builds a resolver call's arguments from its schema:
+// Arguments builds a resolver call's arguments from its schema:
 // the property named for the reference's kind (url, path for files, the
 // pattern's name), else reference, query, id or key, else the only required
 // property, else the only property; without a schema, url/path/reference.
-func resolverArguments(schema json.RawMessage, ref prehydrateRef) json.RawMessage {
+func Arguments(schema json.RawMessage, ref Ref) json.RawMessage {
 	natural := ref.Kind
 	switch ref.Kind {
 	case "file":
@@ -153,9 +153,9 @@ func resolverArguments(schema json.RawMessage, ref prehydrateRef) json.RawMessag
 	return b
 }
 
-// fitTokens cuts text to at most limit estimated tokens, on a rune
+// Fit cuts text to at most limit estimated tokens, on a rune
 // boundary, marking the cut.
-func fitTokens(text string, limit int) string {
+func Fit(text string, limit int) string {
 	if stdlib.EstimateTokens(text) <= limit {
 		return text
 	}
