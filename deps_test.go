@@ -63,8 +63,8 @@ var allowed = map[string][]string{
 	// The runtime: it reads plans, never the compiler (no lang, no interp).
 	"engine": {"budget", "builtins", "convo", "journal", "knowledge", "plan", "plan/eval", "policy",
 		"provider", "provider/openai", "provider/scripted", "routing", "seal", "stdlib",
-		"engine/internal/answer", "engine/internal/bestofn", "engine/internal/planexec",
-		"engine/internal/prehydrate", "engine/internal/progress", "engine/internal/reflection"},
+		"engine/internal/answer", "engine/internal/bestofn", "engine/internal/estimate", "engine/internal/planexec",
+		"engine/internal/prehydrate", "engine/internal/progress", "engine/internal/redact", "engine/internal/reflection"},
 	// The engine's pure parts, each a package of its own; the drivers that
 	// need a run stay in the engine.
 	"engine/internal/answer":     nil,
@@ -73,6 +73,9 @@ var allowed = map[string][]string{
 	"engine/internal/planexec":   {"engine/internal/answer", "provider"},
 	"engine/internal/bestofn":    {"budget", "engine/internal/answer", "journal", "plan", "plan/eval"},
 	"engine/internal/prehydrate": {"stdlib"},
+	"engine/internal/msgkey":     {"provider"},
+	"engine/internal/estimate":   {"convo", "engine/internal/msgkey", "provider", "stdlib"},
+	"engine/internal/redact":     {"engine/internal/msgkey", "provider"},
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "interp", "journal", "plan", "plan/eval", "policy", "stdlib"},

@@ -28,7 +28,7 @@
 // # The reasoning modes
 //
 // run.runMode dispatches on the agent's mode: simple and react (loop.go),
-// reflect_and_retry (reflect*.go) and plan_execute (planexec*.go);
+// reflect_and_retry (reflect.go) and plan_execute (planexec.go);
 // Engine.RunBestOfN (bestofn*.go) runs a best_of_n block. A mode
 // function returns nil after setting r.answer (via r.complete), or an error
 // that r.classify classifies (budget.Exceeded, context errors, *DenialError,
@@ -62,6 +62,16 @@
 // saved beside the journal without compiling anything again, as Terraform's
 // apply reads internal/plans without decoding internal/configs. Under
 // interp/ its folder said the opposite of what its imports do.
+//
+// The pure parts of the modes and of the loop are small packages under
+// engine/internal/, each with its own tests: reflection (score parsing,
+// verdicts, prompts), planexec (plan parsing, validation, the scheduler),
+// bestofn (the runner, selectors, the ledger), progress (the tracker),
+// prehydrate (references and resolver arguments), redact (the redactor),
+// estimate (token estimates) and, shared by those, answer and msgkey. The
+// drivers that need the run stay here; the names the engine exported
+// before (PlanError, Candidate, ProgressTracker, ...) are aliases of
+// theirs.
 //
 // This package must not import interp or lang, and must not be imported by
 // anything but repl and cmd/symbi (deps_test.go, at the module's root,

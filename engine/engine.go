@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/engine/internal/redact"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -151,7 +152,7 @@ type Engine struct {
 	// secrets takes every secret the engine resolves out of everything
 	// it writes, shows and sends; secretsOnce registers the plan's
 	// (registerSecrets) before the first run writes anything.
-	secrets     redactor
+	secrets     redact.Redactor
 	secretsOnce sync.Once
 
 	storeMu sync.Mutex
@@ -337,7 +338,7 @@ func (e *Engine) emit(ev Event) {
 // addSecret makes s a secret: from now on it is redacted from the journal,
 // the events, the streamed answer, the Result, the dead-letter file and
 // model requests.
-func (e *Engine) addSecret(s string) { e.secrets.add(s) }
+func (e *Engine) addSecret(s string) { e.secrets.Add(s) }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

@@ -283,7 +283,7 @@ func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeo
 func (r *run) approvalRequest(a policy.Action, reason string, timeout time.Duration) policy.Request {
 	return policy.Request{
 		RunID: r.id, Agent: r.name, Action: a, Reason: reason, Timeout: timeout,
-		Redact: func(b json.RawMessage) json.RawMessage { return r.e.secrets.json(b) },
+		Redact: func(b json.RawMessage) json.RawMessage { return r.e.secrets.JSON(b) },
 		Rejected: func(x policy.Rejection) {
 			// A failure to journal it changes nothing: the decision is
 			// refused either way.

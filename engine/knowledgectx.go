@@ -84,9 +84,9 @@ func (r *run) persistKnowledge(ctx context.Context) error {
 	// secret.
 	red := &r.e.secrets
 	f := knowledge.Fact{
-		Subject:    answer.Clip(strings.TrimSpace(red.text(r.input)), 500),
+		Subject:    answer.Clip(strings.TrimSpace(red.Text(r.input)), 500),
 		Predicate:  "was answered with",
-		Object:     answer.Clip(strings.TrimSpace(red.text(r.answer)), 4000),
+		Object:     answer.Clip(strings.TrimSpace(red.Text(r.answer)), 4000),
 		Confidence: autoPersistConfidence,
 		Source:     r.agent.Address + " run " + r.id,
 	}

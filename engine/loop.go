@@ -59,9 +59,9 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if err := r.injectKnowledge(ctx); err != nil {
 		return false, err
 	}
-	fitted := convo.FitTokens(r.conv, r.agent.Context, r.tokens.tokens(r.conv))
+	fitted := convo.FitTokens(r.conv, r.agent.Context, r.tokens.Tokens(r.conv))
 	if len(fitted) != len(r.conv) || len(fitted) > 0 && &fitted[0] != &r.conv[0] {
-		r.tokens.update(fitted) // the fitted conversation is a new one
+		r.tokens.Update(fitted) // the fitted conversation is a new one
 	}
 	r.conv = fitted
 	resp, err := r.reason(ctx, r.reactCall())
@@ -100,7 +100,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 // reactCall is the model call of one react iteration.
 func (r *run) reactCall() modelCall {
 	// r.tokens describes r.conv: step has just fitted it.
-	c := modelCall{msgs: r.conv, fitted: true, msgTokens: r.tokens.sum(), toolChoice: r.agent.Loop.ToolChoice}
+	c := modelCall{msgs: r.conv, fitted: true, msgTokens: r.tokens.Sum(), toolChoice: r.agent.Loop.ToolChoice}
 	if r.agent.Loop.ToolChoice != "none" {
 		c.tools, c.toolTokens = r.tools.specs, r.tools.specTokens
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/convo"
+	"github.com/symbi-dev/symbi/engine/internal/estimate"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
@@ -23,7 +24,7 @@ type modelCall struct {
 	// fitted says msgs already fit the context settings (the react loop
 	// fits r.conv itself, and Fit is most of a step's own CPU).
 	fitted bool
-	// msgTokens is estimateMessages(msgs) when known (the react loop keeps
+	// msgTokens is estimate.Messages(msgs) when known (the react loop keeps
 	// it per message in r.tokens); 0: estimate them.
 	msgTokens int64
 	tools     []provider.ToolSpec
@@ -51,12 +52,12 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	}
 	est := c.msgTokens
 	if est == 0 {
-		est = estimateMessages(msgs)
+		est = estimate.Messages(msgs)
 	}
 	if c.toolTokens > 0 {
 		est += c.toolTokens
 	} else {
-		est += estimateTools(c.tools)
+		est += estimate.Tools(c.tools)
 	}
 	maxOut := c.maxOutput
 	if maxOut == 0 {
@@ -87,7 +88,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	}
 	// A tool's output, the input or an earlier answer may hold a secret:
 	// the provider gets the conversation as the journal has it.
-	msgs = r.requests.messages(&r.e.secrets, msgs)
+	msgs = r.requests.Messages(&r.e.secrets, msgs)
 	req := provider.Request{
 		Model:           spec.Name,
 		Messages:        msgs,
@@ -183,27 +184,6 @@ func (r *run) writeAhead(spec *plan.Model, est budget.Usage) error {
 		return err
 	}
 	return r.flushJournal()
-}
-
-// estimateMessages and estimateTools are the preflight token estimate of
-// a request.
-func estimateMessages(msgs []provider.Message) int64 {
-	var n int64
-	for _, m := range msgs {
-		n += 4 + int64(stdlib.EstimateTokens(m.Content))
-		for _, c := range m.ToolCalls {
-			n += int64(stdlib.EstimateTokens(c.Name) + stdlib.EstimateTokens(c.Arguments))
-		}
-	}
-	return n
-}
-
-func estimateTools(tools []provider.ToolSpec) int64 {
-	var n int64
-	for _, t := range tools {
-		n += int64(stdlib.EstimateTokens(t.Name) + stdlib.EstimateTokens(t.Description) + stdlib.EstimateTokens(string(t.Parameters)))
-	}
-	return n
 }
 
 // pickModel returns the agent's model, or asks its router, journalling the

@@ -95,7 +95,7 @@ func (e *Engine) resume(ctx context.Context, lock *journal.RunLock, events []jou
 	ro := RunOptions{RunID: runID, Mode: st.Mode, Depth: st.Depth, Ancestors: st.Ancestors}
 	r, err := e.newRun(ctx, st.Agent, st.Input, ro)
 	if err != nil {
-		return nil, e.secrets.err(err)
+		return nil, e.secrets.Err(err)
 	}
 	r.lock = lock
 	r.profile = st.Profile

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/engine/internal/estimate"
+	"github.com/symbi-dev/symbi/engine/internal/redact"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -33,10 +35,10 @@ type run struct {
 	profile string
 
 	// tokens holds the token estimates of r.conv's messages.
-	tokens tokenCache
+	tokens estimate.Cache
 	// requests knows which messages of the last model request were free
 	// of secrets (reason redacts every request).
-	requests requestCache
+	requests redact.RequestCache
 	// proposed is what the last model turn proposed, as reason journalled
 	// it; the react step gates these same actions.
 	proposed []policy.Action
@@ -104,11 +106,11 @@ func (e *DenialError) Error() string {
 func (e *Engine) Run(ctx context.Context, agent, input string, ro RunOptions) (*Result, error) {
 	r, err := e.newRun(ctx, agent, input, ro)
 	if err != nil {
-		return nil, e.secrets.err(err)
+		return nil, e.secrets.Err(err)
 	}
 	r.conv = r.initialConversation()
 	if err := r.open(false); err != nil {
-		return nil, e.secrets.err(err)
+		return nil, e.secrets.Err(err)
 	}
 	r.recordStarted(0)
 	return r.execute(ctx), nil
@@ -364,9 +366,9 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 	// The caller prints the Result (the summary, --json): it is redacted
 	// like every event.
 	red := &r.e.secrets
-	res.Answer = red.text(res.Answer)
-	res.Termination.Detail = red.text(t.Detail)
-	res.Termination.Err = red.err(t.Err)
+	res.Answer = red.Text(res.Answer)
+	res.Termination.Detail = red.Text(t.Detail)
+	res.Termination.Err = red.Err(t.Err)
 	t = res.Termination
 	data := journal.TerminatedData{
 		Reason:     string(t.Reason),
@@ -515,7 +517,7 @@ func (r *run) journal(typ string, data any, hold bool) error {
 		if err != nil {
 			return fmt.Errorf("journal: %s data: %w", typ, err)
 		}
-		raw = r.e.secrets.json(b)
+		raw = r.e.secrets.JSON(b)
 		if r.e.opts.OnEvent != nil {
 			// The journal only copies the data; an event handler may keep it.
 			raw = bytes.Clone(raw)
@@ -588,7 +590,7 @@ func (r *run) emitDelta(text string) {
 	// The reasoning before the answer is shown whole before it.
 	r.showDelta(ReasoningDelta, r.heldReasoning)
 	r.heldReasoning = ""
-	show, hold := r.e.secrets.stream(r.held + text)
+	show, hold := r.e.secrets.Stream(r.held + text)
 	r.held = hold
 	r.showDelta(ContentDelta, show)
 }
@@ -601,7 +603,7 @@ func (r *run) emitReasoning(text string) {
 	}
 	r.deltaMu.Lock()
 	defer r.deltaMu.Unlock()
-	show, hold := r.e.secrets.stream(r.heldReasoning + text)
+	show, hold := r.e.secrets.Stream(r.heldReasoning + text)
 	r.heldReasoning = hold
 	r.showDelta(ReasoningDelta, show)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/engine/internal/estimate"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/plan/eval"
@@ -52,7 +53,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		Workspace: e.workspace(),
 		Protected: e.protected(),
 		Resolve:   e.resolve,
-		Redact:    e.secrets.json,
+		Redact:    e.secrets.JSON,
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
 	}
@@ -100,7 +101,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		t.info[n] = info
 		// An MCP server's description is its own text: it is redacted
 		// like a tool's output before a model sees it.
-		t.specs = append(t.specs, provider.ToolSpec{Name: n, Description: e.secrets.text(info.Description), Parameters: e.secrets.json(info.Parameters)})
+		t.specs = append(t.specs, provider.ToolSpec{Name: n, Description: e.secrets.Text(info.Description), Parameters: e.secrets.JSON(info.Parameters)})
 	}
 	if len(a.Delegates) > 0 {
 		t.specs = append(t.specs, delegateSpec(a.Delegates))
@@ -113,7 +114,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		}
 		t.specs = append(t.specs, terminateSpec())
 	}
-	t.specTokens = estimateTools(t.specs)
+	t.specTokens = estimate.Tools(t.specs)
 	e.toolboxes[a.Address] = t
 	return t, nil
 }

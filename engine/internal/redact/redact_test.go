@@ -1,133 +1,24 @@
-package engine
+package redact
 
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/provider"
-	"github.com/symbi-dev/symbi/provider/fakeserver"
 )
 
-// TestSecretSplitAcrossDeltasIsRedacted has the model echo its API key in
-// pieces, cut inside the key: no delta, no event, no journal line and not
-// the Result shows it, and the text around it arrives whole.
-func TestSecretSplitAcrossDeltasIsRedacted(t *testing.T) {
-	const key = "sk-test-5f8e2a91c4"
-	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Text("your key is sk-te", "st-5f8", "e2a91c4, keep it s", "k-t")))
-	hcl := strings.Replace(openaiHCL(srv.URL()), `name     = "fake-model"`, `name     = "fake-model"
-  api_key_env = "FAKE_KEY"`, 1)
-	p, dir := fixture{"main.hcl": hcl}.compile(t)
-	e, rec := newEngine(t, p, dir, func(o *Options) {
-		o.LookupEnv = func(n string) (string, bool) {
-			if n == "FAKE_KEY" {
-				return key, true
-			}
-			return "", false
-		}
-	})
-	res := mustRun(t, e, "a", "what is my key?", RunOptions{})
-	if res.Termination.Reason != Completed {
-		t.Fatalf("got %s", res.Termination)
-	}
-	const want = "your key is [redacted], keep it sk-t"
-	if res.Answer != want {
-		t.Errorf("answer %q, want %q", res.Answer, want)
-	}
-	var streamed strings.Builder
-	sawReasoning := false
-	for _, ev := range rec.events {
-		if strings.Contains(string(ev.Data), key) || strings.Contains(ev.Delta, key) {
-			t.Errorf("the key reached the observer in %s", ev.Type)
-		}
-		if ev.Type == ContentDelta {
-			if sawReasoning {
-				t.Errorf("delta %q after the turn's reasoning_complete", ev.Delta)
-			}
-			streamed.WriteString(ev.Delta)
-		}
-		sawReasoning = sawReasoning || ev.Type == journal.ReasoningComplete
-	}
-	if streamed.String() != want {
-		t.Errorf("streamed %q, want %q (the held-back tail is flushed when the turn ends)", streamed.String(), want)
-	}
-	if err := e.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(journal.Path(e.StateDir(), res.RunID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), key) || !strings.Contains(string(b), "[redacted]") {
-		t.Errorf("journal:\n%s", b)
-	}
-}
-
-// TestSecretInErrorIsRedacted points the model's base_url at a closed port
-// with a token from the environment in its path: the transport error quotes
-// the URL, and the Result's detail and error, the journal and the events
-// show the token as [redacted] while errors.As still finds the provider
-// error.
-func TestSecretInErrorIsRedacted(t *testing.T) {
-	const token = "tok-5e1d9c0b7a"
-	srv := fakeserver.New(t)
-	url := srv.URL()
-	srv.Close()
-	hcl := strings.Replace(openaiHCL(url), `base_url = "`+url+`"`, `base_url = "`+url+`/${env("TOKEN")}"`, 1)
-	p, dir := fixture{"main.hcl": hcl}.compile(t)
-	e, rec := newEngine(t, p, dir, func(o *Options) {
-		o.LookupEnv = func(n string) (string, bool) {
-			if n == "TOKEN" {
-				return token, true
-			}
-			return "", false
-		}
-	})
-	res := mustRun(t, e, "a", "hi", RunOptions{})
-	if res.Termination.Reason != Failed {
-		t.Fatalf("got %s", res.Termination)
-	}
-	if strings.Contains(res.Termination.String(), token) || strings.Contains(res.Termination.Err.Error(), token) {
-		t.Errorf("termination shows the token: %s / %v", res.Termination, res.Termination.Err)
-	}
-	if !strings.Contains(res.Termination.Detail, "[redacted]") {
-		t.Errorf("detail %q: expected the token's place to be marked", res.Termination.Detail)
-	}
-	var pe *provider.Error
-	if !errors.As(res.Termination.Err, &pe) {
-		t.Errorf("errors.As lost the provider error: %#v", res.Termination.Err)
-	}
-	for _, ev := range rec.events {
-		if strings.Contains(string(ev.Data), token) {
-			t.Errorf("the token reached the observer in %s", ev.Type)
-		}
-	}
-	if err := e.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(journal.Path(e.StateDir(), res.RunID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), token) {
-		t.Errorf("journal shows the token:\n%s", b)
-	}
-}
-
 func TestRedactorJSON(t *testing.T) {
-	var x redactor
-	x.add("s<cr&t")
-	x.add("1234")
-	x.add("ab") // too short to redact
+	var x Redactor
+	x.Add("s<cr&t")
+	x.Add("1234")
+	x.Add("ab") // too short to redact
 	for _, tc := range []struct{ in, want string }{
 		{`{"a":"no secret here","b":2}`, `{"a":"no secret here","b":2}`},
 		{`{"a":"x s\u003ccr\u0026t y"}`, `{"a":"x [redacted] y"}`},
@@ -137,7 +28,7 @@ func TestRedactorJSON(t *testing.T) {
 		{`["s<cr&t",{"s<cr&t":1}]`, `["[redacted]",{"[redacted]":1}]`},
 		{`{"a":"\u003c not a secret"}`, `{"a":"\u003c not a secret"}`},
 	} {
-		got := string(x.json([]byte(tc.in)))
+		got := string(x.JSON([]byte(tc.in)))
 		if got != tc.want {
 			t.Errorf("json(%s) = %s, want %s", tc.in, got, tc.want)
 		}
@@ -148,16 +39,16 @@ func TestRedactorJSON(t *testing.T) {
 }
 
 func TestRedactorStream(t *testing.T) {
-	var x redactor
-	if show, hold := x.stream("no secrets: shown at once"); show != "no secrets: shown at once" || hold != "" {
+	var x Redactor
+	if show, hold := x.Stream("no secrets: shown at once"); show != "no secrets: shown at once" || hold != "" {
 		t.Errorf("without secrets: %q %q", show, hold)
 	}
-	x.add("secret-value")
-	x.add("sec2")
+	x.Add("secret-value")
+	x.Add("sec2")
 	var out strings.Builder
 	held := ""
 	for _, d := range []string{"a se", "cret-v", "alue and sec", "2 and se", "cond"} {
-		show, hold := x.stream(held + d)
+		show, hold := x.Stream(held + d)
 		if len(hold) >= len("secret-value") {
 			t.Errorf("held %q, longer than the longest secret less one", hold)
 		}
@@ -176,8 +67,8 @@ func TestRedactorStream(t *testing.T) {
 // inside a longer value at each of the three alignments.
 func TestRedactorEncodedForms(t *testing.T) {
 	const secret = "tok/e2e=K+y Z~9"
-	var x redactor
-	x.add(secret)
+	var x Redactor
+	x.Add(secret)
 	b64 := func(enc *base64.Encoding, s string) string { return enc.EncodeToString([]byte(s)) }
 	for _, form := range []string{
 		secret,
@@ -196,7 +87,7 @@ func TestRedactorEncodedForms(t *testing.T) {
 	} {
 		for _, wrap := range []string{"%s", "before %s after", "a:%s:z"} {
 			in := fmt.Sprintf(wrap, form)
-			got := x.text(in)
+			got := x.Text(in)
 			if strings.Contains(got, form) || !strings.Contains(got, redactedText) {
 				t.Errorf("text(%q) = %q", in, got)
 			}
@@ -208,7 +99,7 @@ func TestRedactorEncodedForms(t *testing.T) {
 		for _, suffix := range []string{"", "!", "!!", "!!!"} {
 			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
 				whole := b64(enc, prefix+secret+suffix)
-				got := x.text("Authorization: Basic " + whole)
+				got := x.Text("Authorization: Basic " + whole)
 				// What is left must not decode to anything holding the
 				// secret's middle.
 				if strings.Contains(got, whole[len(whole)/2-3:len(whole)/2+3]) || !strings.Contains(got, redactedText) {
@@ -219,7 +110,7 @@ func TestRedactorEncodedForms(t *testing.T) {
 	}
 	// Ordinary text passes untouched, escapes and all.
 	for _, in := range []string{"100% sure", `C:\path\to`, "a+b=c", "dG9r", `\u0074ok`, "tok/e2e", "%", `\`, `\u00`} {
-		if got := x.text(in); got != in {
+		if got := x.Text(in); got != in {
 			t.Errorf("text(%q) = %q, want it unchanged", in, got)
 		}
 	}
@@ -240,9 +131,9 @@ func lowerHex(s string) string {
 // each may be the byte itself or the start of an escape, and the matcher
 // tries both.
 func TestRedactorLiteralEscapeBytes(t *testing.T) {
-	var x redactor
-	x.add(`p%41ss\nword`)
-	x.add("%25%25")
+	var x Redactor
+	x.Add(`p%41ss\nword`)
+	x.Add("%25%25")
 	for in, want := range map[string]string{
 		`p%41ss\nword`:         redactedText,
 		`p%2541ss%5Cnword`:     redactedText,
@@ -251,15 +142,15 @@ func TestRedactorLiteralEscapeBytes(t *testing.T) {
 		"x %2525%25 y":         "x " + redactedText + " y",
 		`pAss` + "\n" + `word`: `pAss` + "\n" + `word`, // the escapes decoded are not the secret
 	} {
-		if got := x.text(in); got != want {
+		if got := x.Text(in); got != want {
 			t.Errorf("text(%q) = %q, want %q", in, got, want)
 		}
 	}
 	// A text built to branch at every byte ends within the budget.
-	var y redactor
-	y.add(strings.Repeat("%", 40))
+	var y Redactor
+	y.Add(strings.Repeat("%", 40))
 	in := strings.Repeat("%25", 200)
-	if got := y.text(in); strings.Contains(got, strings.Repeat("%", 40)) {
+	if got := y.Text(in); strings.Contains(got, strings.Repeat("%", 40)) {
 		t.Errorf("text(%q) = %q", in, got)
 	}
 }
@@ -268,8 +159,8 @@ func TestRedactorLiteralEscapeBytes(t *testing.T) {
 // rest of it byte for byte: member order, spacing, escapes elsewhere.
 func TestRedactorJSONKeepsOrder(t *testing.T) {
 	const secret = "tok/e2e=K"
-	var x redactor
-	x.add(secret)
+	var x Redactor
+	x.Add(secret)
 	for _, tc := range []struct{ in, want string }{
 		{`{"z":1, "a":"tok%2Fe2e%3DK","m":"\u003c"}`, `{"z":1, "a":"[redacted]","m":"\u003c"}`},
 		{`{"out":"{\"k\":\"tok\\/e2e\\u003dK\"}"}`, `{"out":"{\"k\":\"[redacted]\"}"}`},
@@ -279,7 +170,7 @@ func TestRedactorJSONKeepsOrder(t *testing.T) {
 		{`{"a":"unterminated tok/e2e=K`, `{"a":"unterminated [redacted]`},
 		{`{"a": truex tok/e2e=K}`, `{"a": truex [redacted]}`},
 	} {
-		got := string(x.json([]byte(tc.in)))
+		got := string(x.JSON([]byte(tc.in)))
 		if got != tc.want {
 			t.Errorf("json(%s) = %s, want %s", tc.in, got, tc.want)
 		}
@@ -289,12 +180,12 @@ func TestRedactorJSONKeepsOrder(t *testing.T) {
 // TestRedactorStreamEncoded holds back the end of a delta that could be
 // the start of an encoded secret, and shows it once it is not.
 func TestRedactorStreamEncoded(t *testing.T) {
-	var x redactor
-	x.add("tok/e2e=K")
+	var x Redactor
+	x.Add("tok/e2e=K")
 	var out strings.Builder
 	held := ""
 	for _, d := range []string{"a tok", "%2", "Fe2e", "%3", "DK and 50", "%", " off \\", "u0074ok"} {
-		show, hold := x.stream(held + d)
+		show, hold := x.Stream(held + d)
 		out.WriteString(show)
 		held = hold
 	}
@@ -307,17 +198,17 @@ func TestRedactorStreamEncoded(t *testing.T) {
 // TestRedactorMessages takes secrets out of what a provider would receive
 // and copies only when something changed.
 func TestRedactorMessages(t *testing.T) {
-	var x redactor
+	var x Redactor
 	msgs := []provider.Message{
 		{Role: provider.User, Content: "use key sk-abc-123"},
 		{Role: provider.Assistant, ToolCalls: []provider.ToolCall{{ID: "1", Name: "get", Arguments: `{"q":"sk-abc-123"}`}}},
 		{Role: provider.ToolRole, ToolCallID: "1", Name: "get", Content: `{"echo":"sk%2Dabc%2D123"}`},
 	}
-	if got := x.messages(msgs); &got[0] != &msgs[0] {
+	if got := x.Messages(msgs); &got[0] != &msgs[0] {
 		t.Error("no secrets: the messages were copied")
 	}
-	x.add("sk-abc-123")
-	got := x.messages(msgs)
+	x.Add("sk-abc-123")
+	got := x.Messages(msgs)
 	if got[0].Content != "use key [redacted]" || got[1].ToolCalls[0].Arguments != `{"q":"[redacted]"}` || got[2].Content != `{"echo":"[redacted]"}` {
 		t.Errorf("messages: %+v", got)
 	}
@@ -325,12 +216,12 @@ func TestRedactorMessages(t *testing.T) {
 		t.Error("messages changed its argument")
 	}
 	clean := []provider.Message{{Role: provider.User, Content: "nothing here"}}
-	if got := x.messages(clean); &got[0] != &clean[0] {
+	if got := x.Messages(clean); &got[0] != &clean[0] {
 		t.Error("nothing to redact: the messages were copied")
 	}
 }
 
-// FuzzRedactor checks the redactor's promises on any text: no secret is
+// FuzzRedactor checks the Redactor's promises on any text: no secret is
 // left as it is or in the spelling the fuzzer chose for it, JSON stays
 // valid JSON, and text without a secret streams through unchanged.
 func FuzzRedactor(f *testing.F) {
@@ -341,11 +232,11 @@ func FuzzRedactor(f *testing.F) {
 		if len(secret) < minSecretLen || len(secret) > 64 || strings.ContainsAny(secret, "[]") || strings.Contains(redactedText, secret) {
 			t.Skip()
 		}
-		var x redactor
-		x.add(secret)
+		var x Redactor
+		x.Add(secret)
 		enc := spell(secret, spelling)
 		in := before + enc + after
-		got := x.text(in)
+		got := x.Text(in)
 		if strings.Contains(got, secret) {
 			t.Errorf("text(%q) = %q keeps the secret %q", in, got, secret)
 		}
@@ -357,7 +248,7 @@ func FuzzRedactor(f *testing.F) {
 		// holds U+FFFD in its place: the decoded text may then hold its
 		// bytes inside U+FFFD's own.)
 		b, _ := json.Marshal(map[string]string{"k": in, before: after})
-		out := x.json(b)
+		out := x.JSON(b)
 		if !json.Valid(out) {
 			t.Fatalf("json(%s) = %s is not JSON", b, out)
 		}
@@ -383,7 +274,7 @@ func FuzzRedactor(f *testing.F) {
 			var shown strings.Builder
 			held := ""
 			for i := 0; i < len(text); i += 3 {
-				show, hold := x.stream(held + text[i:min(i+3, len(text))])
+				show, hold := x.Stream(held + text[i:min(i+3, len(text))])
 				shown.WriteString(show)
 				held = hold
 			}
@@ -391,7 +282,7 @@ func FuzzRedactor(f *testing.F) {
 			if strings.Contains(shown.String(), secret) {
 				t.Errorf("streamed %q as %q", text, shown.String())
 			}
-			if x.text(text) == text && shown.String() != text {
+			if x.Text(text) == text && shown.String() != text {
 				t.Errorf("streamed %q as %q, want it unchanged", text, shown.String())
 			}
 		}
@@ -432,45 +323,45 @@ func spell(s string, choice uint64) string {
 // in place is read again, and a secret added later is found in messages
 // the cache had already passed as clean.
 func TestRequestCache(t *testing.T) {
-	var x redactor
-	var c requestCache
-	x.add("sk-abc-123")
+	var x Redactor
+	var c RequestCache
+	x.Add("sk-abc-123")
 	conv := []provider.Message{
 		{Role: provider.System, Content: "be brief"},
 		{Role: provider.User, Content: "hi"},
 	}
-	if got := c.messages(&x, conv); &got[0] != &conv[0] {
+	if got := c.Messages(&x, conv); &got[0] != &conv[0] {
 		t.Error("a clean conversation was copied")
 	}
 	conv = append(conv, provider.Message{Role: provider.ToolRole, Content: "echo sk-abc-123"}, provider.Message{Role: provider.User, Content: "more"})
 	for range 2 {
-		got := c.messages(&x, conv)
+		got := c.Messages(&x, conv)
 		if got[2].Content != "echo [redacted]" || got[3].Content != "more" || len(got) != 4 {
 			t.Errorf("messages: %+v", got)
 		}
 	}
 	conv[1].Content = "my key is sk-abc-123" // changed in place
-	if got := c.messages(&x, conv); got[1].Content != "my key is [redacted]" {
+	if got := c.Messages(&x, conv); got[1].Content != "my key is [redacted]" {
 		t.Errorf("a message changed in place was not read again: %+v", got[1])
 	}
 	// Context fitting drops the middle; the rest is still known.
 	fitted := []provider.Message{conv[0], conv[3]}
-	if got := c.messages(&x, fitted); &got[0] != &fitted[0] || len(c.keys) != 2 {
+	if got := c.Messages(&x, fitted); &got[0] != &fitted[0] || len(c.keys) != 2 {
 		t.Errorf("fitted: %+v, %d keys", got, len(c.keys))
 	}
-	x.add("be brief")
-	if got := c.messages(&x, fitted); got[0].Content != "[redacted]" {
+	x.Add("be brief")
+	if got := c.Messages(&x, fitted); got[0].Content != "[redacted]" {
 		t.Errorf("a new secret was not looked for in cached messages: %+v", got[0])
 	}
 }
 
-// BenchmarkRedactorJSON is the redactor's cost on a journal line that
+// BenchmarkRedactorJSON is the Redactor's cost on a journal line that
 // holds no secret (the common case) with one secret registered, per byte.
 //
-//	go test -run '^$' -bench RedactorJSON ./engine/
+//	go test -run '^$' -bench RedactorJSON ./engine/internal/redact/
 func BenchmarkRedactorJSON(b *testing.B) {
-	var x redactor
-	x.add("sk-bench-5f8e2a91c4d7")
+	var x Redactor
+	x.Add("sk-bench-5f8e2a91c4d7")
 	line, _ := json.Marshal(map[string]any{
 		"call_id": "call_7", "tool": "search", "duration_ms": 12,
 		"output": strings.Repeat("Results for \"symbi\": 3 pages, 100% relevant <b>a+b</b>\n", 20),
@@ -478,59 +369,8 @@ func BenchmarkRedactorJSON(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if out := x.json(line); len(out) != len(line) {
+		if out := x.JSON(line); len(out) != len(line) {
 			b.Fatal("changed")
 		}
-	}
-}
-
-// TestSecretsRegisteredBeforeTheFirstLine quotes the model's key and a
-// tool's env() token in a run's input: both were unknown to the redactor
-// until the model was built and the tool called, after the started event.
-// Neither may show in the journal, the events or the request the model
-// gets.
-func TestSecretsRegisteredBeforeTheFirstLine(t *testing.T) {
-	const key, token = "sk-first-5f8e2a91c4", "tok-first-0b7a9c"
-	srv := fakeserver.New(t, fakeserver.WithReplies(fakeserver.Text("noted")))
-	hcl := strings.Replace(openaiHCL(srv.URL()), `name     = "fake-model"`, `name     = "fake-model"
-  api_key_env = "FAKE_KEY"`, 1) + `
-tool "lookup" {
-  description = "never called"
-  http {
-    url     = "http://127.0.0.1:1/lookup"
-    headers = { Authorization = "Bearer ${env("TOKEN")}" }
-  }
-}
-`
-	p, dir := fixture{"main.hcl": hcl}.compile(t)
-	e, rec := newEngine(t, p, dir, func(o *Options) {
-		o.LookupEnv = func(n string) (string, bool) {
-			switch n {
-			case "FAKE_KEY":
-				return key, true
-			case "TOKEN":
-				return token, true
-			}
-			return "", false
-		}
-	})
-	res := mustRun(t, e, "a", "my key is "+key+" and my token "+url.QueryEscape(token), RunOptions{})
-	if res.Termination.Reason != Completed {
-		t.Fatalf("got %s", res.Termination)
-	}
-	if len(rec.events) == 0 || rec.events[0].Type != journal.Started || !strings.Contains(string(rec.events[0].Data), "my key is [redacted] and my token [redacted]") {
-		t.Errorf("first event: %+v", rec.events)
-	}
-	for _, ev := range rec.events {
-		if strings.Contains(string(ev.Data), key) || strings.Contains(string(ev.Data), token) {
-			t.Errorf("%s shows a secret: %s", ev.Type, ev.Data)
-		}
-	}
-	reqs := srv.Requests()
-	if len(reqs) != 1 || strings.Contains(string(reqs[0].Body), key) || strings.Contains(string(reqs[0].Body), token) || !strings.Contains(string(reqs[0].Body), "my key is [redacted]") {
-		t.Errorf("the model got: %s", reqs[0].Body)
-	}
-	if got := reqs[0].Header.Get("Authorization"); got != "Bearer "+key {
-		t.Errorf("the key must still reach the provider in its header: %q", got)
 	}
 }

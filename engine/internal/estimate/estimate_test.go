@@ -1,7 +1,6 @@
-package engine
+package estimate
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ func TestTokenCache(t *testing.T) {
 		}
 		return m
 	}
-	var c tokenCache
+	var c Cache
 	var conv []provider.Message
 	for step := range 3000 {
 		switch k := rng.IntN(10); {
@@ -56,7 +55,7 @@ func TestTokenCache(t *testing.T) {
 				conv = nil
 			}
 		}
-		got := c.tokens(conv)
+		got := c.Tokens(conv)
 		if len(got) != len(conv) {
 			t.Fatalf("step %d: %d estimates for %d messages", step, len(got), len(conv))
 		}
@@ -65,36 +64,8 @@ func TestTokenCache(t *testing.T) {
 				t.Fatalf("step %d: message %d: cached %d, MessageTokens %d", step, i, got[i], convo.MessageTokens(m))
 			}
 		}
-		if got, want := c.estimate(conv), estimateMessages(conv); got != want {
-			t.Fatalf("step %d: cached estimate %d, estimateMessages %d", step, got, want)
+		if got, want := c.Estimate(conv), Messages(conv); got != want {
+			t.Fatalf("step %d: cached estimate %d, Messages %d", step, got, want)
 		}
-	}
-}
-
-// TestDataEncoderIsMarshal checks that record's reused encoder writes the
-// bytes json.Marshal writes, event after event.
-func TestDataEncoderIsMarshal(t *testing.T) {
-	d := dataEncoders.Get().(*dataEncoder)
-	defer dataEncoders.Put(d)
-	values := []any{
-		reasoningData{Message: provider.Message{Role: provider.Assistant, Content: "<a & b>\u2028 \"q\"\n", ToolCalls: []provider.ToolCall{{ID: "1", Name: "calc", Arguments: `{"x":1}`}}}},
-		observationsData{Messages: []provider.Message{{Role: provider.ToolRole, Content: "42", Name: "calc", ToolCallID: "1"}}},
-		map[string]any{"raw": json.RawMessage(`{ "a" : [1, 2] }`), "s": "x\xffy"},
-		strings.Repeat("long ", 20000),
-		"short",
-		nil,
-	}
-	for i, v := range values {
-		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := d.encode(v)
-		if err != nil || string(got) != string(want) {
-			t.Fatalf("value %d: encode gave %q, %v; json.Marshal %q", i, got, err, want)
-		}
-	}
-	if _, err := d.encode(func() {}); err == nil {
-		t.Fatal("encoding a func did not fail")
 	}
 }

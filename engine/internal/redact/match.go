@@ -1,4 +1,4 @@
-package engine
+package redact
 
 import (
 	"encoding/base64"
@@ -31,7 +31,7 @@ import (
 //
 // Not recognised: a secret encoded twice (%252F), hex, base64 broken across
 // lines, or any transformation a hostile party chooses to hide it. The
-// redactor keeps secrets out of what symbi writes and sends by accident of
+// Redactor keeps secrets out of what symbi writes and sends by accident of
 // an echo; it cannot stop a party that holds a secret from disguising it.
 
 // minBase64Len is the shortest secret whose base64 forms are looked for:
@@ -40,7 +40,7 @@ import (
 // by chance.
 const minBase64Len = 8
 
-// pattern is one byte string the redactor looks for in any spelling.
+// pattern is one byte string the Redactor looks for in any spelling.
 type pattern struct {
 	b []byte
 	s string // b, for strings.Index

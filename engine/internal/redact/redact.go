@@ -1,4 +1,4 @@
-package engine
+package redact
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/symbi-dev/symbi/engine/internal/msgkey"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -18,19 +19,19 @@ const redactedText = "[redacted]"
 // shred every line and protect nothing.
 const minSecretLen = 4
 
-// redactor is the one place secrets are taken out of what the engine puts
+// Redactor is the one place secrets are taken out of what the engine puts
 // out: journal lines, events for the observer (the terminal, --json), the
 // streamed answer, the Result, the dead-letter file, the knowledge a run
 // persists, and every request to a model provider. Secrets are the values
 // the engine resolved itself (API keys, env() values in tool and model
 // settings), and it registers every one the plan can resolve before a run
-// writes its first line (registerSecrets).
+// writes its first line (the engine's registerSecrets).
 //
-// A secret is found in any spelling redact_match.go describes (URL and JSON
+// A secret is found in any spelling match.go describes (URL and JSON
 // escapes, base64). Every event passes through it, so reading takes no
 // lock: adding a secret (rare) publishes a new secretSet.
-type redactor struct {
-	mu  sync.Mutex // serialises add
+type Redactor struct {
+	mu  sync.Mutex // serialises Add
 	set atomic.Pointer[secretSet]
 }
 
@@ -66,9 +67,9 @@ func (set *secretSet) addPair(c, d byte) {
 func escapeByte(c byte) bool { return c == '%' || c == '\\' || c == '+' }
 
 // load returns the current secrets; nil when there are none.
-func (x *redactor) load() *secretSet { return x.set.Load() }
+func (x *Redactor) load() *secretSet { return x.set.Load() }
 
-func (x *redactor) add(s string) {
+func (x *Redactor) Add(s string) {
 	if len(s) < minSecretLen {
 		return
 	}
@@ -121,7 +122,7 @@ func (old *secretSet) with(s string) *secretSet {
 }
 
 // text replaces every secret in s.
-func (x *redactor) text(s string) string {
+func (x *Redactor) Text(s string) string {
 	set := x.load()
 	if set == nil {
 		return s
@@ -233,12 +234,12 @@ func matchSet[T text](set *secretSet, t T, i int, first []byte, escapeEnds bool)
 
 // err returns err with its message redacted; errors.Is and errors.As still
 // see the original chain.
-func (x *redactor) err(err error) error {
+func (x *Redactor) Err(err error) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
-	if clean := x.text(msg); clean != msg {
+	if clean := x.Text(msg); clean != msg {
 		return &redactedError{msg: clean, err: err}
 	}
 	return err
@@ -259,7 +260,7 @@ func (e *redactedError) Unwrap() error { return e.err }
 // left as it is, byte for byte, and a value without a trace of a secret is
 // returned itself. Text that is not JSON (it always is, from record) is
 // redacted as text.
-func (x *redactor) json(b []byte) []byte {
+func (x *Redactor) JSON(b []byte) []byte {
 	set := x.load()
 	if set == nil {
 		return b
@@ -399,7 +400,7 @@ func isNumberByte(c byte) bool {
 // to hold back: from the first place where the text ends inside what could
 // still become a secret, in any spelling, which the next delta may
 // complete.
-func (x *redactor) stream(s string) (show, hold string) {
+func (x *Redactor) Stream(s string) (show, hold string) {
 	set := x.load()
 	if set == nil {
 		return s, ""
@@ -412,7 +413,7 @@ func (x *redactor) stream(s string) (show, hold string) {
 // result's name replaced. A tool's output, an input or an answer that
 // holds a secret never leaves the process in a model request. msgs itself
 // is returned when nothing changed, so the common case copies nothing.
-func (x *redactor) messages(msgs []provider.Message) []provider.Message {
+func (x *Redactor) Messages(msgs []provider.Message) []provider.Message {
 	set := x.load()
 	if set == nil {
 		return msgs
@@ -487,23 +488,23 @@ func (set *secretSet) arguments(args string) (string, bool) {
 	return string(found), true
 }
 
-// requestCache remembers which messages of a run's last model request
+// RequestCache remembers which messages of a run's last model request
 // held no secret, and under which secrets. A react run's conversation grows
 // by appending, so each message is read once rather than on every model
 // call. The cache is kept in step with the conversation as the token
-// estimates are (tokenCache.update: strings with the same data compare by
+// estimates are (estimate.Cache.Update: strings with the same data compare by
 // pointer, and messages dropped by context fitting are skipped over), so a
 // message changed in place or replaced is read again; a new secret empties
 // it.
-type requestCache struct {
+type RequestCache struct {
 	set   *secretSet
-	keys  []tokenKey
+	keys  []msgkey.Key
 	clean []bool // clean[i]: the message of keys[i] holds no secret
 }
 
-// messages is x.messages(msgs), reading only the messages the cache does
+// Messages is x.Messages(msgs), reading only the messages the cache does
 // not know.
-func (c *requestCache) messages(x *redactor, msgs []provider.Message) []provider.Message {
+func (c *RequestCache) Messages(x *Redactor, msgs []provider.Message) []provider.Message {
 	set := x.load()
 	if set == nil {
 		return msgs
@@ -534,15 +535,15 @@ func (c *requestCache) messages(x *redactor, msgs []provider.Message) []provider
 
 // update makes the cache describe msgs, reading the messages it did not
 // have.
-func (c *requestCache) update(set *secretSet, msgs []provider.Message) {
+func (c *RequestCache) update(set *secretSet, msgs []provider.Message) {
 	i := 0
 	for i < len(msgs) {
-		if i < len(c.keys) && c.keys[i].is(msgs[i]) {
+		if i < len(c.keys) && c.keys[i].Is(msgs[i]) {
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(c.keys) && !c.keys[j].is(msgs[i]) {
+		for j < len(c.keys) && !c.keys[j].Is(msgs[i]) {
 			j++
 		}
 		if j >= len(c.keys) {
@@ -555,7 +556,7 @@ func (c *requestCache) update(set *secretSet, msgs []provider.Message) {
 	c.keys, c.clean = c.keys[:i], c.clean[:i]
 	for ; i < len(msgs); i++ {
 		_, changed := set.message(msgs[i])
-		c.keys = append(c.keys, keyOf(msgs[i]))
+		c.keys = append(c.keys, msgkey.Of(msgs[i]))
 		c.clean = append(c.clean, !changed)
 	}
 }
