@@ -17,7 +17,7 @@ import (
 	"github.com/symbi-dev/symbi/provider/scripted"
 )
 
-func bonStatusList(cs []Candidate) []string {
+func candidateStatuses(cs []Candidate) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = string(c.Status)
@@ -39,7 +39,7 @@ func TestBestOfNExampleMajorityVote(t *testing.T) {
 		t.Fatalf("termination %s, answer %q", res.Termination, res.Answer)
 	}
 	want := []string{"eligible", "eligible", "eligible", "rejected", "eligible"}
-	if got := bonStatusList(res.Candidates); !slices.Equal(got, want) {
+	if got := candidateStatuses(res.Candidates); !slices.Equal(got, want) {
 		t.Fatalf("statuses %v, want %v", got, want)
 	}
 	if res.Selected == nil || res.Selected.Index != 0 || res.Selected.Key != "42" {
@@ -103,7 +103,7 @@ func TestBestOfNExampleMajorityVote(t *testing.T) {
 	}
 }
 
-const bonAgent = `
+const bestOfNAgent = `
 model "offline" {
   provider = "scripted"
   script   = "scripts/model.json"
@@ -132,7 +132,7 @@ agent "solver" {
 
 func TestBestOfNIsolationBlocksToolCalls(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 best_of_n "answer" {
   agent        = agent.solver
   candidates   = 2
@@ -156,7 +156,7 @@ best_of_n "answer" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"side_effect_blocked", "eligible"}) {
+	if got := candidateStatuses(res.Candidates); !slices.Equal(got, []string{"side_effect_blocked", "eligible"}) {
 		t.Fatalf("statuses %v", got)
 	}
 	if !strings.Contains(res.Candidates[0].Error.Error(), "calculator") {
@@ -169,7 +169,7 @@ best_of_n "answer" {
 
 func TestBestOfNReadOnlyAllowsReads(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 best_of_n "answer" {
   agent        = agent.solver
   candidates   = 1
@@ -199,7 +199,7 @@ best_of_n "answer" {
 
 func TestBestOfNJudgeHighestScore(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 model "judge" {
   provider = "scripted"
   script   = "scripts/judge.json"
@@ -241,7 +241,7 @@ best_of_n "answer" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"eligible", "eligible", "rejected"}) {
+	if got := candidateStatuses(res.Candidates); !slices.Equal(got, []string{"eligible", "eligible", "rejected"}) {
 		t.Fatalf("statuses %v (%+v)", got, res.Candidates)
 	}
 	if res.Answer != "6 * 7 = 42" || res.Selected.Score != 0.95 || res.Selected.Rationale != "right and shows the work" {
@@ -259,7 +259,7 @@ best_of_n "answer" {
 
 func TestBestOfNCommandScorer(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 best_of_n "answer" {
   agent      = agent.solver
   candidates = 2
@@ -311,7 +311,7 @@ func TestBestOfNAggregateBudgetStopsTheRun(t *testing.T) {
 	// call, then the answer). With room for four calls, two candidates run;
 	// the third cannot be funded, so the whole run stops with no selection.
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 budget "bon" {
   max_model_calls = 4
 }
@@ -352,7 +352,7 @@ best_of_n "answer" {
 	if !errors.As(res.Termination.Err, &ex) || ex.Max <= 0 || ex.Used <= ex.Max {
 		t.Errorf("budget error without its figures: %#v", ex)
 	}
-	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"eligible", "eligible", "budget_exceeded", "skipped"}) {
+	if got := candidateStatuses(res.Candidates); !slices.Equal(got, []string{"eligible", "eligible", "budget_exceeded", "skipped"}) {
 		t.Fatalf("statuses %v", got)
 	}
 	if res.Selected != nil || res.Answer != "" {
@@ -365,7 +365,7 @@ best_of_n "answer" {
 
 func TestBestOfNPreflightRefusesBeforeAnyCandidate(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 budget "small" {
   max_model_calls = 2
 }
@@ -395,14 +395,14 @@ best_of_n "answer" {
 	if res.Termination.Reason != BudgetExceeded || res.Termination.Limit != "max_model_calls" {
 		t.Fatalf("termination %s", res.Termination)
 	}
-	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"skipped", "skipped", "skipped"}) {
+	if got := candidateStatuses(res.Candidates); !slices.Equal(got, []string{"skipped", "skipped", "skipped"}) {
 		t.Errorf("statuses %v", got)
 	}
 }
 
 func TestBestOfNVaryUnsupportedField(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 best_of_n "answer" {
   agent      = agent.solver
   candidates = 2
@@ -435,7 +435,7 @@ best_of_n "answer" {
 }
 
 func TestBestOfNUnknownBlock(t *testing.T) {
-	p, dir := fixture{"main.hcl": bonAgent, "scripts/model.json": `{"turns": [{"content": "42"}]}`}.compile(t)
+	p, dir := fixture{"main.hcl": bestOfNAgent, "scripts/model.json": `{"turns": [{"content": "42"}]}`}.compile(t)
 	e, _ := newEngine(t, p, dir, nil)
 	if _, err := e.BestOfN(context.Background(), "nope", "x", RunOptions{}); !errors.Is(err, ErrUnknownBestOfN) {
 		t.Fatalf("err = %v", err)
@@ -443,7 +443,7 @@ func TestBestOfNUnknownBlock(t *testing.T) {
 }
 
 func TestBestOfNJournalThatCannotOpen(t *testing.T) {
-	p, dir := fixture{"main.hcl": bonAgent + `
+	p, dir := fixture{"main.hcl": bestOfNAgent + `
 best_of_n "answer" {
   agent = agent.solver
   scorer {
@@ -549,7 +549,7 @@ best_of_n "answer" {
 }
 
 func TestBestOfNTimeout(t *testing.T) {
-	const hcl = bonAgent + `
+	const hcl = bestOfNAgent + `
 best_of_n "answer" {
   agent      = agent.solver
   candidates = 2
@@ -575,7 +575,7 @@ best_of_n "answer" {
 		if res.Termination.Reason != Completed || res.Answer != "fast" {
 			t.Fatalf("termination %s answer %q", res.Termination, res.Answer)
 		}
-		if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"eligible", "timed_out"}) {
+		if got := candidateStatuses(res.Candidates); !slices.Equal(got, []string{"eligible", "timed_out"}) {
 			t.Errorf("statuses %v", got)
 		}
 	})
@@ -592,14 +592,14 @@ best_of_n "answer" {
 		if res.Termination.Reason != TimedOut || !errors.Is(res.Termination.Err, ErrNoEligibleCandidate) {
 			t.Fatalf("termination %s", res.Termination)
 		}
-		if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"timed_out", "timed_out"}) {
+		if got := candidateStatuses(res.Candidates); !slices.Equal(got, []string{"timed_out", "timed_out"}) {
 			t.Errorf("statuses %v", got)
 		}
 	})
 }
 
 func TestBestOfNCancelled(t *testing.T) {
-	p, dir := fixture{"main.hcl": bonAgent + `
+	p, dir := fixture{"main.hcl": bestOfNAgent + `
 best_of_n "answer" {
   agent           = agent.solver
   candidates      = 3
@@ -624,7 +624,7 @@ best_of_n "answer" {
 	if res.Termination.Reason != Cancelled {
 		t.Fatalf("termination %s", res.Termination)
 	}
-	if got := bonStatusList(res.Candidates); !slices.Equal(got, []string{"cancelled", "skipped", "skipped"}) {
+	if got := candidateStatuses(res.Candidates); !slices.Equal(got, []string{"cancelled", "skipped", "skipped"}) {
 		t.Errorf("statuses %v", got)
 	}
 }
@@ -679,7 +679,7 @@ best_of_n "answer" {
 
 func TestBestOfNCommandScorerKilledAtTheDeadline(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bonAgent + `
+		"main.hcl": bestOfNAgent + `
 best_of_n "answer" {
   agent      = agent.solver
   candidates = 1
