@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -484,11 +483,11 @@ func TestContext(t *testing.T) {
 	cancel3()
 }
 
-func TestUsagePolicy(t *testing.T) {
-	u := Usage{Iterations: 3, ModelCalls: 2, ToolCalls: 1, PromptTokens: 700, CompletionTokens: 200, TotalTokens: 900, CostUSD: 0.001}
-	want := policy.Usage{ModelCalls: 2, ToolCalls: 1, PromptTokens: 700, CompletionTokens: 200, TotalTokens: 900, CostUSD: 0.001}
-	if got := u.Policy(); got != want {
-		t.Errorf("Policy() = %+v", got)
+func TestUsageAmount(t *testing.T) {
+	u := Usage{Iterations: 3, ModelCalls: 2, ToolCalls: 1, ToolRounds: 1, PromptTokens: 700, CompletionTokens: 200, TotalTokens: 900, CostUSD: 0.001, Elapsed: time.Second}
+	want := Amount{ModelCalls: 2, ToolCalls: 1, PromptTokens: 700, CompletionTokens: 200, TotalTokens: 900, CostUSD: 0.001}
+	if got := u.Amount(); got != want {
+		t.Errorf("Amount() = %+v", got)
 	}
 }
 

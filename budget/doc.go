@@ -13,6 +13,11 @@
 // saturates instead of overflowing; the first budget error is sticky and is
 // the one reported.
 //
-// This package must not import interp, the engine, builtins or any provider
-// implementation; it decides nothing about what to do when a limit is hit.
+// Amount is the budget's unit as runs report it (results, the journal's
+// usage objects, best-of-N's ledger); policies read it as run.usage through
+// a type of their own, so this package and policy do not import each other.
+//
+// This package must not import interp, the engine, policy, builtins or any
+// provider implementation; it decides nothing about what to do when a limit
+// is hit.
 package budget

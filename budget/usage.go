@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -25,9 +24,23 @@ type Usage struct {
 	Elapsed            time.Duration `json:"elapsed_ns"`
 }
 
-// Policy is the part of the usage that policies see.
-func (u Usage) Policy() policy.Usage {
-	return policy.Usage{
+// Amount is an amount of budget in the units a run reports: model and tool
+// calls, tokens and USD. A run's result, the journal's usage objects and
+// best-of-N's ledger (what candidates used, reserved and are estimated to
+// use) are Amounts; policies see one as the input's run.usage
+// (policy.Usage, the same fields).
+type Amount struct {
+	ModelCalls       int64   `json:"model_calls"`
+	ToolCalls        int64   `json:"tool_calls"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	TotalTokens      int64   `json:"total_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Amount is the part of the usage that runs report.
+func (u Usage) Amount() Amount {
+	return Amount{
 		ModelCalls:       u.ModelCalls,
 		ToolCalls:        u.ToolCalls,
 		PromptTokens:     u.PromptTokens,

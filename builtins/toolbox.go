@@ -48,7 +48,7 @@ type Options struct {
 	Resolve func(plan.String) (string, error)
 	// ResolveURL is Resolve for a URL (an http tool's, an MCP server's): each
 	// value it interpolates is percent-encoded for its place, so a token
-	// holding + or & reaches the server as it is (interp.EvalURL). Resolve is
+	// holding + or & reaches the server as it is (eval.URL in package plan/eval). Resolve is
 	// used when nil.
 	ResolveURL func(plan.String) (string, error)
 	// Redact takes the secrets out of an encoded JSON value that the
@@ -250,8 +250,7 @@ func (tb *Toolbox) nameTaken(name string) bool {
 // builtin read_file must never match a server's tool). A server's tool of
 // such a name is renamed "<server>__<name>".
 func ReservedToolName(name string) bool {
-	switch policy.ActionType(name) {
-	case policy.Delegate, policy.Respond, policy.Terminate:
+	if plan.ReservedName(name) {
 		return true
 	}
 	_, builtin := builtinSpecs()[name]

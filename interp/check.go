@@ -117,10 +117,6 @@ func (c *compiler) checkAgents() {
 	}
 }
 
-// TerminateTool is the name of the tool an agent with allow_terminate gets
-// (the engine offers it; the compiler keeps the name free).
-const TerminateTool = "terminate"
-
 // checkTerminate refuses a configured tool named terminate beside
 // allow_terminate: the model, the journal and a rules pattern could not
 // tell the tool from the action. It warns when the loop never offers the
@@ -130,9 +126,9 @@ func (c *compiler) checkTerminate(a *plan.Agent, tools []string) {
 		return
 	}
 	for _, n := range tools {
-		if n == TerminateTool {
+		if n == plan.TerminateTool {
 			c.errorf(c.attrRange(a.Address, "tools"), "Tool name clashes with terminate",
-				"%s sets allow_terminate, which gives its model a tool named %q, and it also lists tool.%s. Rename the tool or remove allow_terminate.", a.Address, TerminateTool, TerminateTool)
+				"%s sets allow_terminate, which gives its model a tool named %q, and it also lists tool.%s. Rename the tool or remove allow_terminate.", a.Address, plan.TerminateTool, plan.TerminateTool)
 		}
 	}
 	switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/symbi-dev/symbi/lang"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/plan/eval"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -229,7 +230,7 @@ agent "researcher" {
 		`agent.researcher.model`:                cty.StringVal("model.fast"),
 		`cost(model.fast, 1000000, 0)`:          cty.NumberFloatVal(0.15),
 	} {
-		v, d := EvalDeferred(plan.Expr{Source: expr}, cfg.Scope.Variables, noEnv)
+		v, d := eval.Deferred(plan.Expr{Source: expr}, cfg.Scope.Variables, noEnv)
 		if d.HasErrors() {
 			t.Errorf("%s: %s", expr, d)
 			continue
@@ -237,34 +238,6 @@ agent "researcher" {
 		if !v.Equals(want).True() {
 			t.Errorf("%s = %#v, want %#v", expr, v, want)
 		}
-	}
-}
-
-func TestEvalDeferredAndString(t *testing.T) {
-	env := func(k string) (string, bool) {
-		if k == "TOKEN" {
-			return "t0k", true
-		}
-		return "", false
-	}
-	s := plan.String{Deferred: &plan.Expr{Source: `"Bearer ${env("TOKEN")}"`, Range: plan.Range{Filename: "main.hcl", Line: 3, Column: 5}}}
-	got, err := EvalString(s, env)
-	if err != nil || got != "Bearer t0k" {
-		t.Fatalf("EvalString = %q, %v", got, err)
-	}
-	if got, _ := EvalString(plan.Lit("plain"), env); got != "plain" {
-		t.Fatalf("literal = %q", got)
-	}
-	if _, err := EvalString(plan.String{Deferred: &plan.Expr{Source: `env("UNSET")`}}, env); err == nil {
-		t.Fatal("unset env without default should fail")
-	}
-	v, d := EvalDeferred(plan.Expr{Source: "0.2 + 0.15 * candidate.index"},
-		map[string]cty.Value{"candidate": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(2)})}, env)
-	if d.HasErrors() || !v.Equals(cty.NumberFloatVal(0.5)).True() {
-		t.Fatalf("vary = %#v %s", v, d)
-	}
-	if _, d := EvalDeferred(plan.Expr{Source: "1 +"}, nil, env); !d.HasErrors() {
-		t.Fatal("bad source should fail")
 	}
 }
 

@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
-	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/stdlib"
 )
 
@@ -151,51 +147,4 @@ func jsonToCty(x any) (cty.Value, error) {
 		return cty.ObjectVal(attrs), nil
 	}
 	return cty.NilVal, fmt.Errorf("unexpected JSON value %T", x)
-}
-
-// EvalDeferred evaluates a deferred expression at run time with the given
-// run-time variables (for example "candidate") and the functions; env() reads
-// through lookupEnv (os.LookupEnv when nil).
-func EvalDeferred(e plan.Expr, vars map[string]cty.Value, lookupEnv func(string) (string, bool)) (cty.Value, hcl.Diagnostics) {
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
-	expr, diags := parseDeferred(e)
-	if diags.HasErrors() {
-		return cty.DynamicVal, diags
-	}
-	ctx := &hcl.EvalContext{
-		Variables: vars,
-		Functions: stdlib.Functions(stdlib.Options{LookupEnv: lookupEnv}),
-	}
-	v, ds := expr.Value(ctx)
-	return v, append(diags, ds...)
-}
-
-// parseDeferred parses a deferred expression's source, its positions
-// those of the configuration file it came from.
-func parseDeferred(e plan.Expr) (hclsyntax.Expression, hcl.Diagnostics) {
-	name := e.Range.Filename
-	if name == "" {
-		name = "<deferred>"
-	}
-	start := hcl.Pos{Line: max(e.Range.Line, 1), Column: max(e.Range.Column, 1)}
-	return hclsyntax.ParseExpression([]byte(e.Source), name, start)
-}
-
-// EvalString returns a plan.String's value: the literal, or its deferred
-// expression evaluated now.
-func EvalString(s plan.String, lookupEnv func(string) (string, bool)) (string, error) {
-	if s.Deferred == nil {
-		return s.Value, nil
-	}
-	v, diags := EvalDeferred(*s.Deferred, nil, lookupEnv)
-	if diags.HasErrors() {
-		return "", fmt.Errorf("%s: %w", s.Deferred.Range, diags)
-	}
-	v, err := convert.Convert(v, cty.String)
-	if err != nil || v.IsNull() || !v.IsKnown() {
-		return "", fmt.Errorf("%s: the expression must give a string", s.Deferred.Range)
-	}
-	return v.AsString(), nil
 }

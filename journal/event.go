@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -285,13 +286,13 @@ type DelegationStartedData struct {
 
 // DelegationFinishedData is how a delegation ended.
 type DelegationFinishedData struct {
-	CallID     string       `json:"call_id,omitempty"`
-	Target     string       `json:"target"`
-	Reason     string       `json:"reason"` // the sub-run's termination reason
-	Answer     string       `json:"answer,omitempty"`
-	Error      string       `json:"error,omitempty"`
-	Usage      policy.Usage `json:"usage"`
-	DurationMS int64        `json:"duration_ms"`
+	CallID     string        `json:"call_id,omitempty"`
+	Target     string        `json:"target"`
+	Reason     string        `json:"reason"` // the sub-run's termination reason
+	Answer     string        `json:"answer,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Usage      budget.Amount `json:"usage"`
+	DurationMS int64         `json:"duration_ms"`
 }
 
 // CandidateStartedData is one best-of-N candidate and its varied request
@@ -305,22 +306,22 @@ type CandidateStartedData struct {
 // of eligible, rejected, generation_failed, scoring_failed, budget_exceeded,
 // side_effect_blocked, cancelled, timed_out, skipped.
 type CandidateFinishedData struct {
-	Index      int          `json:"index"`
-	Status     string       `json:"status"`
-	Content    string       `json:"content,omitempty"`
-	Error      string       `json:"error,omitempty"`
-	Usage      policy.Usage `json:"usage"`
-	DurationMS int64        `json:"duration_ms"`
+	Index      int           `json:"index"`
+	Status     string        `json:"status"`
+	Content    string        `json:"content,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Usage      budget.Amount `json:"usage"`
+	DurationMS int64         `json:"duration_ms"`
 }
 
 // CandidateScoredData is the scorer's verdict on one candidate.
 type CandidateScoredData struct {
-	Index     int          `json:"index"`
-	Score     float64      `json:"score"`
-	Accepted  bool         `json:"accepted"`
-	Rationale string       `json:"rationale,omitempty"`
-	Error     string       `json:"error,omitempty"`
-	Usage     policy.Usage `json:"usage"`
+	Index     int           `json:"index"`
+	Score     float64       `json:"score"`
+	Accepted  bool          `json:"accepted"`
+	Rationale string        `json:"rationale,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	Usage     budget.Amount `json:"usage"`
 }
 
 // CandidateSelectedData is the selector's choice; Index is -1 when no
@@ -399,11 +400,11 @@ type ReflectionEvaluatedData struct {
 // budget_exceeded, timeout, policy_denial, cancelled, error; Limit names the
 // budget field when Reason is budget_exceeded.
 type TerminatedData struct {
-	Reason     string       `json:"reason"`
-	Limit      string       `json:"limit,omitempty"`
-	Iterations int          `json:"iterations"`
-	Usage      policy.Usage `json:"usage"`
-	DurationMS int64        `json:"duration_ms"`
-	Answer     string       `json:"answer,omitempty"`
-	Error      string       `json:"error,omitempty"`
+	Reason     string        `json:"reason"`
+	Limit      string        `json:"limit,omitempty"`
+	Iterations int           `json:"iterations"`
+	Usage      budget.Amount `json:"usage"`
+	DurationMS int64         `json:"duration_ms"`
+	Answer     string        `json:"answer,omitempty"`
+	Error      string        `json:"error,omitempty"`
 }

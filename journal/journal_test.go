@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/budget"
 )
 
 var t0 = time.Date(2026, 12, 2, 13, 30, 0, 0, time.UTC)
@@ -103,7 +103,7 @@ func TestRoundTrip(t *testing.T) {
 			dir := t.TempDir()
 			w := mustCreate(t, dir, "run", mode)
 			term := TerminatedData{Reason: "budget_exceeded", Limit: "max_total_tokens", Iterations: 3,
-				Usage: policy.Usage{ModelCalls: 3, TotalTokens: 100512}, DurationMS: 42, Answer: "42"}
+				Usage: budget.Amount{ModelCalls: 3, TotalTokens: 100512}, DurationMS: 42, Answer: "42"}
 			for i, typ := range []string{Started, ReasoningComplete, ToolResult} {
 				if err := w.Append(Event{Agent: "a", Iteration: i, Type: typ, Data: json.RawMessage(`{"k":1}`)}); err != nil {
 					t.Fatal(err)
@@ -507,7 +507,7 @@ func TestListRuns(t *testing.T) {
 	write("old", t0,
 		ev(Started, 0, StartedData{Input: "q"}),
 		ev(ReasoningComplete, 1, ReasoningCompleteData{}),
-		ev(Terminated, 1, TerminatedData{Reason: "budget_exceeded", Limit: "max_total_tokens", Iterations: 1, Usage: policy.Usage{ModelCalls: 1, TotalTokens: 900}}))
+		ev(Terminated, 1, TerminatedData{Reason: "budget_exceeded", Limit: "max_total_tokens", Iterations: 1, Usage: budget.Amount{ModelCalls: 1, TotalTokens: 900}}))
 	write("mid", t0.Add(time.Hour),
 		ev(Started, 0, StartedData{}),
 		ev(ReasoningComplete, 1, ReasoningCompleteData{Usage: providerUsage(10, 5, 0), CostUSD: 0.5}),
@@ -531,7 +531,7 @@ func TestListRuns(t *testing.T) {
 	}
 	want := RunSummary{ID: "mid", Agent: "agent.a", Started: t0.Add(time.Hour + time.Second), Status: StatusIncomplete,
 		Iterations: 2, Events: 4, LastSeq: 4,
-		Usage: policy.Usage{ModelCalls: 2, ToolCalls: 1, PromptTokens: 30, CompletionTokens: 10, TotalTokens: 45, CostUSD: 0.5}}
+		Usage: budget.Amount{ModelCalls: 2, ToolCalls: 1, PromptTokens: 30, CompletionTokens: 10, TotalTokens: 45, CostUSD: 0.5}}
 	if diff := cmp.Diff(want, runs[0]); diff != "" {
 		t.Errorf("incomplete run (-want +got):\n%s", diff)
 	}

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/seal"
 )
 
@@ -192,17 +192,17 @@ const StatusTampered = "tampered"
 
 // RunSummary is one line of `symbi runs`.
 type RunSummary struct {
-	ID         string       `json:"id"`
-	Agent      string       `json:"agent"`
-	Started    time.Time    `json:"started"`
-	Finished   time.Time    `json:"finished,omitzero"` // zero when incomplete
-	Status     string       `json:"status"`            // the termination reason, or incomplete / running / unreadable / tampered
-	Limit      string       `json:"limit,omitempty"`   // the budget limit, for budget_exceeded
-	Iterations int          `json:"iterations"`
-	Usage      policy.Usage `json:"usage"`
-	Events     int          `json:"events"`
-	LastSeq    int64        `json:"last_seq"`
-	Error      string       `json:"error,omitempty"` // why the journal is unreadable or tampered
+	ID         string        `json:"id"`
+	Agent      string        `json:"agent"`
+	Started    time.Time     `json:"started"`
+	Finished   time.Time     `json:"finished,omitzero"` // zero when incomplete
+	Status     string        `json:"status"`            // the termination reason, or incomplete / running / unreadable / tampered
+	Limit      string        `json:"limit,omitempty"`   // the budget limit, for budget_exceeded
+	Iterations int           `json:"iterations"`
+	Usage      budget.Amount `json:"usage"`
+	Events     int           `json:"events"`
+	LastSeq    int64         `json:"last_seq"`
+	Error      string        `json:"error,omitempty"` // why the journal is unreadable or tampered
 	// Unsigned is set for a journal without MACs (ErrUnsigned): what it
 	// says cannot be verified.
 	Unsigned bool `json:"unsigned,omitempty"`

@@ -1,6 +1,6 @@
 // Package plan defines the execution plan: the fully resolved, serialisable
 // value that the compiler (package interp) produces from a configuration and
-// the engine (package interp/engine) runs.
+// the engine (package engine) runs.
 //
 // A plan is plain data. Every reference is replaced by its target's address
 // ("model.fast"), every default is filled in, every file read is recorded with
@@ -9,7 +9,11 @@
 // absolute paths and no secrets, so two compilations of the same files are
 // byte-identical on any machine.
 //
+// The names the engine reserves (DelegateTool, TerminateTool, RespondAction)
+// are here too, since the compiler keeps them free and the engine offers them.
+//
 // This package must not evaluate HCL, read the environment or import any other
 // symbi package: it is the contract between the compiler and everything that
-// consumes plans.
+// consumes plans. Its subpackage plan/eval evaluates the deferred expressions
+// at run time.
 package plan

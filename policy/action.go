@@ -9,16 +9,20 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/symbi-dev/symbi/plan"
 )
 
 // ActionType is what an agent proposes to do.
 type ActionType string
 
+// The action types other than a tool call are the names the engine
+// reserves (package plan), so no tool can be mistaken for one.
 const (
 	ToolCall  ActionType = "tool_call"
-	Delegate  ActionType = "delegate"
-	Respond   ActionType = "respond"
-	Terminate ActionType = "terminate"
+	Delegate  ActionType = plan.DelegateTool
+	Respond   ActionType = plan.RespondAction
+	Terminate ActionType = plan.TerminateTool
 )
 
 // Action is one proposed action, as policies see it (the "action" member of
@@ -43,7 +47,9 @@ type AgentInfo struct {
 	DelegationDepth int    `json:"delegation_depth"`
 }
 
-// Usage is what a run has consumed so far.
+// Usage is what a run has consumed so far: the input's run.usage. It is a
+// plain type of its own, so this package needs nothing of the budget's; the
+// engine converts the budget's budget.Amount, which has the same fields.
 type Usage struct {
 	ModelCalls       int64   `json:"model_calls"`
 	ToolCalls        int64   `json:"tool_calls"`

@@ -33,6 +33,7 @@
 // RunTests and Explain hold the logic of `symbi policy test` and
 // `symbi policy eval --explain`. docs/policy.md is the user's guide.
 //
-// This package must not import interp, the engine, providers or builtins;
-// it may import plan and seal.
+// This package must not import interp, the engine, budget, providers or
+// builtins; it may import plan and seal. Its input carries its own plain
+// Usage rather than the budget's Amount.
 package policy

@@ -14,8 +14,8 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/symbi-dev/symbi/builtins"
-	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/plan/eval"
 	"github.com/symbi-dev/symbi/policy"
 )
 
@@ -260,10 +260,10 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 		StateDir:  s.stateDir(),
 		Workspace: filepath.Join(s.baseDir(), p.Settings.Workspace),
 		Protected: s.protected(),
-		Resolve:   func(v plan.String) (string, error) { return interp.EvalString(v, s.opts.LookupEnv) },
+		Resolve:   func(v plan.String) (string, error) { return eval.String(v, s.opts.LookupEnv) },
 		Now:       s.opts.Now,
 	}
-	opts.ResolveURL = func(v plan.String) (string, error) { return interp.EvalURL(v, s.opts.LookupEnv) }
+	opts.ResolveURL = func(v plan.String) (string, error) { return eval.URL(v, s.opts.LookupEnv) }
 	box, err := builtins.NewToolbox(ctx, []plan.Tool{*t}, servers, opts)
 	if err != nil {
 		return "", errorAt(rng, "Tool does not start", "%v", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
 )
@@ -81,7 +82,7 @@ func Timeline(evs []journal.Event) string {
 }
 
 // usageLine summarises what a run consumed.
-func usageLine(iterations int, u policy.Usage) string {
+func usageLine(iterations int, u budget.Amount) string {
 	return fmt.Sprintf("%s, %s, %s, %d tokens, $%.4f",
 		plural(iterations, "iteration"), plural(int(u.ModelCalls), "model call"), plural(int(u.ToolCalls), "tool call"), u.TotalTokens, u.CostUSD)
 }

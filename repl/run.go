@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/engine"
 )
 
 // target is what :run and :step run: an agent, or (for :run) a best_of_n.

@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/symbi-dev/symbi/budget"
-	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/journal"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/engine"
 )
 
 // TestReasoningIsShownDimmedApartFromTheAnswer: on a terminal, a model's

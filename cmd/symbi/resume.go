@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
 )

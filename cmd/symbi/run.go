@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
-	"github.com/symbi-dev/symbi/interp/engine"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/engine"
 )
 
 // TestStreamedAnswerEndsItsLine writes stdout and stderr to one buffer, as

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symbi-dev/symbi/interp/engine"
+	"github.com/symbi-dev/symbi/engine"
 )
 
 // defaultStateDir is where runs, runs show, resume, approve and deny look

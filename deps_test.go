@@ -1,0 +1,417 @@
+package symbi_test
+
+// The layering of the module, stated once and enforced, as Go's own
+// src/go/build/deps_test.go does for the standard library. A new import
+// between symbi's packages fails TestDependencies, naming the edge, until
+// the table below allows it; the import rules each doc.go writes in words
+// must agree with the table (TestDocImportRules).
+
+import (
+	"encoding/json"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/symbi-dev/symbi"
+
+// allowed is, for every package of the module (by its path inside the
+// module), the module's packages it may import. Data flows one way: files →
+// lang → interp → plan → engine → journal, over the leaves.
+var allowed = map[string][]string{
+	// Test-only packages: this one and the end-to-end suite, which drives
+	// the binary.
+	".":   nil,
+	"e2e": nil,
+
+	// Leaves that import no other symbi package.
+	"lang":      nil, // syntax and decoded blocks, nothing evaluated
+	"plan":      nil, // the contract between the compiler and the runtime
+	"seal":      nil,
+	"stdlib":    nil, // the functions
+	"knowledge": nil,
+	"provider":  nil, // the model interface
+
+	// What a plan needs at run time, beside the plan.
+	"plan/eval": {"plan", "stdlib"},
+
+	// Leaves over plans.
+	"policy":              {"plan", "seal"},
+	"budget":              {"plan", "provider"},
+	"routing":             {"plan"},
+	"convo":               {"plan", "provider", "stdlib"},
+	"builtins":            {"knowledge", "plan", "policy", "stdlib"},
+	"journal":             {"budget", "policy", "provider", "seal"},
+	"provider/openai":     {"plan", "provider"},
+	"provider/scripted":   {"plan", "provider", "stdlib"},
+	"provider/fakeserver": {"provider", "stdlib"},
+
+	// The compiler.
+	"interp": {"budget", "builtins", "lang", "plan", "policy", "stdlib"},
+
+	// The runtime: it reads plans, never the compiler (no lang, no interp).
+	"engine": {"budget", "builtins", "convo", "journal", "knowledge", "plan", "plan/eval", "policy",
+		"provider", "provider/openai", "provider/scripted", "routing", "seal", "stdlib",
+		"engine/internal/answer", "engine/internal/bestofn", "engine/internal/estimate", "engine/internal/planexec",
+		"engine/internal/prehydrate", "engine/internal/progress", "engine/internal/redact", "engine/internal/reflection"},
+	// The engine's pure parts, each a package of its own; the drivers that
+	// need a run stay in the engine.
+	"engine/internal/answer":     nil,
+	"engine/internal/progress":   {"plan"},
+	"engine/internal/reflection": {"engine/internal/answer", "plan"},
+	"engine/internal/planexec":   {"engine/internal/answer", "provider"},
+	"engine/internal/bestofn":    {"budget", "engine/internal/answer", "journal", "plan", "plan/eval"},
+	"engine/internal/prehydrate": {"stdlib"},
+	"engine/internal/msgkey":     {"provider"},
+	"engine/internal/estimate":   {"convo", "engine/internal/msgkey", "provider", "stdlib"},
+	"engine/internal/redact":     {"engine/internal/msgkey", "provider"},
+
+	// The REPL core and the command line, over everything.
+	"repl":      {"budget", "builtins", "engine", "interp", "journal", "plan", "plan/eval", "policy", "stdlib"},
+	"cmd/symbi": {"engine", "interp", "journal", "plan", "policy", "repl"},
+}
+
+// thirdParty holds modules that are large or costly at init, or that only
+// one layer may use: the packages that may import each directly, and those
+// that must not depend on it at all, even through another package.
+var thirdParty = []struct {
+	module    string
+	importers []string
+	unreached []string
+}{
+	{"github.com/open-policy-agent/opa", []string{"policy"},
+		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
+	{"github.com/cedar-policy/cedar-go", []string{"policy"},
+		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
+	{"github.com/modelcontextprotocol/go-sdk", []string{"builtins"},
+		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
+	{"github.com/santhosh-tekuri/jsonschema/v6", []string{"builtins"},
+		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
+	{"go.etcd.io/bbolt", []string{"knowledge"},
+		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
+	{"github.com/sashabaranov/go-openai", []string{"provider/openai", "provider/fakeserver"},
+		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/scripted"}, enginePure...)},
+	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "repl", "cmd/symbi"},
+		[]string{"plan", "seal", "provider", "budget", "routing", "knowledge"}},
+	// Terminal IO and flags belong to the command line alone.
+	{"github.com/spf13/cobra", []string{"cmd/symbi"}, nil},
+	{"github.com/chzyer/readline", []string{"cmd/symbi"}, nil},
+	{"github.com/ergochat/readline", []string{"cmd/symbi"}, nil},
+	{"golang.org/x/term", []string{"cmd/symbi"}, nil},
+}
+
+// enginePure are the engine's pure parts: they reach no tool, store or
+// wire format, so none of them may depend on the MCP SDK, jsonschema, bbolt
+// or go-openai.
+var enginePure = []string{"engine/internal/answer", "engine/internal/bestofn", "engine/internal/estimate",
+	"engine/internal/msgkey", "engine/internal/planexec", "engine/internal/prehydrate", "engine/internal/progress",
+	"engine/internal/redact", "engine/internal/reflection"}
+
+// pkg is one package of the build as go list reports it.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	Standard   bool
+	Imports    []string
+	Module     *struct{ Path string }
+}
+
+// load runs go list over the module and everything it depends on.
+func load(t *testing.T) map[string]*pkg {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found")
+	}
+	cmd := exec.Command(gobin, "list", "-deps", "-json=ImportPath,Dir,Standard,Imports,Module", "./...")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = &p
+	}
+	return pkgs
+}
+
+// rel is a module package's path inside the module: "engine", "." for
+// the root; ok is false for any other package.
+func rel(importPath string) (string, bool) {
+	if importPath == module {
+		return ".", true
+	}
+	r, ok := strings.CutPrefix(importPath, module+"/")
+	return r, ok
+}
+
+// sourceImports is every import of a package's non-test files, whatever
+// their build constraints (lock_windows.go as much as lock_linux.go), so a
+// rule holds on every platform and not only on the one running the test.
+func sourceImports(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ignored(af.Comments) {
+			continue
+		}
+		for _, is := range af.Imports {
+			path, _ := strconv.Unquote(is.Path.Value)
+			seen[path] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var buildIgnore = regexp.MustCompile(`^//go:build\s+ignore\s*$`)
+
+func ignored(groups []*ast.CommentGroup) bool {
+	for _, g := range groups {
+		for _, c := range g.List {
+			if buildIgnore.MatchString(c.Text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestDependencies: every import between the module's packages is in
+// allowed, every package is in it, and the third-party rules hold.
+func TestDependencies(t *testing.T) {
+	pkgs := load(t)
+	var mine []string
+	for path := range pkgs {
+		if r, ok := rel(path); ok {
+			mine = append(mine, r)
+		}
+	}
+	sort.Strings(mine)
+	for _, r := range mine {
+		rules, ok := allowed[r]
+		if !ok {
+			t.Errorf("package %s is not in deps_test.go's table: add it with the symbi packages it may import", r)
+			continue
+		}
+		p := pkgs[importPath(r)]
+		for _, imp := range sourceImports(t, p.Dir) {
+			to, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			if !slices.Contains(rules, to) {
+				t.Errorf("new edge %s → %s: deps_test.go does not allow %s to import %s", r, to, r, to)
+			}
+		}
+	}
+	for r := range allowed {
+		if _, ok := pkgs[importPath(r)]; !ok {
+			t.Errorf("deps_test.go names package %s, which does not exist", r)
+		}
+	}
+
+	reach := reachability(pkgs)
+	for _, m := range thirdParty {
+		for _, r := range append(slices.Clone(m.importers), m.unreached...) {
+			if _, ok := allowed[r]; !ok {
+				t.Errorf("deps_test.go's rule for %s names package %s, which is not in the table", m.module, r)
+			}
+		}
+		for _, r := range mine {
+			p := pkgs[importPath(r)]
+			for _, imp := range sourceImports(t, p.Dir) {
+				if inModule(imp, m.module) && !slices.Contains(m.importers, r) {
+					t.Errorf("new edge %s → %s: only %s may import %s", r, imp, strings.Join(m.importers, ", "), m.module)
+				}
+			}
+		}
+		for _, r := range m.unreached {
+			if via, ok := reach(importPath(r), m.module); ok {
+				t.Errorf("%s depends on %s (through %s): it must not", r, m.module, strings.Join(via, " → "))
+			}
+		}
+	}
+}
+
+// importPath is the import path of a package named by its path inside the
+// module.
+func importPath(r string) string {
+	if r == "." {
+		return module
+	}
+	return module + "/" + r
+}
+
+func inModule(importPath, mod string) bool {
+	return importPath == mod || strings.HasPrefix(importPath, mod+"/")
+}
+
+// reachability returns a function that reports whether package from
+// depends on a package of module mod, and the chain of imports that does.
+func reachability(pkgs map[string]*pkg) func(from, mod string) ([]string, bool) {
+	return func(from, mod string) ([]string, bool) {
+		prev := map[string]string{from: ""}
+		queue := []string{from}
+		for len(queue) > 0 {
+			at := queue[0]
+			queue = queue[1:]
+			p := pkgs[at]
+			if p == nil {
+				continue
+			}
+			for _, imp := range p.Imports {
+				if _, seen := prev[imp]; seen {
+					continue
+				}
+				prev[imp] = at
+				if inModule(imp, mod) {
+					var chain []string
+					for n := imp; n != ""; n = prev[n] {
+						chain = append(chain, strings.TrimPrefix(n, module+"/"))
+					}
+					slices.Reverse(chain)
+					return chain, true
+				}
+				queue = append(queue, imp)
+			}
+		}
+		return nil, false
+	}
+}
+
+// TestDocImportRules: what a doc.go says a package must not import, the
+// table does not allow; a package that says who alone may import it is
+// imported by no one else; and one that imports only the standard library
+// does.
+func TestDocImportRules(t *testing.T) {
+	// The words the doc comments use for packages.
+	implementations := []string{"provider/openai", "provider/scripted", "provider/fakeserver"}
+	words := map[string][]string{
+		"interp":   {"interp"},
+		"engine":   {"engine"},
+		"lang":     {"lang"},
+		"builtins": {"builtins"},
+		"tools":    {"builtins"},
+		"policy":   {"policy"},
+		"policies": {"policy"},
+		"budget":   {"budget"},
+		"journal":  {"journal"},
+		"repl":     {"repl"},
+	}
+	mustNot := regexp.MustCompile(`must not [^.;:]*?\bimport (.*?)(?:[.;:]|, and |$)`)
+	onlyBy := regexp.MustCompile(`must not be imported(?: by anything but (.*?))?(?:[.;:(]|$)`)
+	stdOnly := regexp.MustCompile(`imports only the standard library`)
+	word := regexp.MustCompile(`[a-z/]+`)
+	checked := 0
+	for r, rules := range allowed {
+		doc, err := os.ReadFile(filepath.Join(r, "doc.go"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		text := commentText(string(doc))
+		for _, m := range mustNot.FindAllStringSubmatch(text, -1) {
+			checked++
+			phrase := m[1]
+			var named []string
+			switch {
+			case strings.Contains(phrase, "any other symbi package"):
+				for other := range allowed {
+					if other != r {
+						named = append(named, other)
+					}
+				}
+			case strings.Contains(phrase, "implementation"):
+				named = append(named, implementations...)
+			case strings.Contains(phrase, "provider"):
+				named = append(named, "provider")
+				named = append(named, implementations...)
+			}
+			for _, w := range word.FindAllString(phrase, -1) {
+				named = append(named, words[w]...)
+			}
+			if len(named) == 0 {
+				t.Errorf("%s/doc.go: %q names no package this test knows; teach TestDocImportRules its words", r, m[0])
+			}
+			for _, n := range named {
+				if slices.Contains(rules, n) {
+					t.Errorf("%s/doc.go says it must not import %s, but deps_test.go allows it", r, n)
+				}
+			}
+		}
+		for _, m := range onlyBy.FindAllStringSubmatch(text, -1) {
+			checked++
+			may := strings.Fields(strings.NewReplacer(",", " ", " and ", " ", " or ", " ").Replace(m[1]))
+			for other, rules := range allowed {
+				if slices.Contains(rules, r) && !slices.Contains(may, other) {
+					t.Errorf("%s/doc.go says it must not be imported but by %v, yet deps_test.go allows %s to", r, may, other)
+				}
+			}
+		}
+		if stdOnly.MatchString(text) {
+			checked++
+			if len(rules) > 0 {
+				t.Errorf("%s/doc.go says it imports only the standard library, but deps_test.go allows %v", r, rules)
+			}
+			for _, imp := range sourceImports(t, r) {
+				if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
+					t.Errorf("%s/doc.go says it imports only the standard library, but it imports %s", r, imp)
+				}
+			}
+		}
+	}
+	if checked < len(allowed)/2 {
+		t.Fatalf("only %d import rules found in the doc.go files: the patterns no longer match how they are written", checked)
+	}
+}
+
+// commentText is the text of a doc.go's comment lines, joined into one
+// stream so a rule broken across lines reads whole.
+func commentText(src string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(src, "\n") {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "//"); ok {
+			b.WriteString(strings.TrimSpace(c))
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}

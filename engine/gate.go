@@ -1,0 +1,414 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+)
+
+// gated is one action after the gate: either approved (and then approved
+// is the only thing act will take) or refused with a note for the model.
+type gated struct {
+	action   policy.Action
+	raw      json.RawMessage // the model's arguments, when canonicalising changed them
+	approved policy.Approved
+	ok       bool
+	kind     string // when refused: obsDenied or obsInvalid
+	note     string // when refused: the observation the model sees
+	decision policy.Decision
+	trail    []policy.Decision
+}
+
+// gateAction decides one action: known tool, side-effect mode, schema,
+// canonical path arguments, then the agent's policies in order, then a person when a policy asks or
+// the tool requires approval. It never returns an error: anything that goes
+// wrong is a refusal (fail closed).
+func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
+	raw := a.Arguments
+	if note, kind, ok := r.precheck(&a); !ok {
+		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
+	}
+	v := r.chain.Gate(ctx, r.policyInput(a))
+	g := gated{action: a, raw: changed(raw, a.Arguments), decision: v.Decision, trail: v.Decisions}
+	if v.Ask {
+		approved, d := r.resolveAsk(ctx, v)
+		g.trail = append(g.trail, d)
+		if !approved.Valid() {
+			return g.refuse(d.Reason)
+		}
+		g.approved, g.ok, g.decision = approved, true, d
+		return g
+	}
+	if !v.Approved.Valid() {
+		return g.refuse(v.Decision.Reason)
+	}
+	g.approved, g.ok = v.Approved, true
+	return g
+}
+
+func (g gated) refuse(reason string) gated {
+	g.ok = false
+	g.approved = policy.Approved{}
+	g.kind = obsDenied
+	g.note = denialText(reason)
+	if g.decision.Outcome != policy.Deny {
+		g.decision = policy.Decision{Outcome: policy.Deny, Reason: reason, Engine: "person"}
+	}
+	return g
+}
+
+// precheck refuses what no policy should even see: an unknown tool, a call
+// the side-effect mode forbids, arguments that do not fit the schema, a
+// path outside the workspace or a protected one, a delegation past the
+// depth limit or into a cycle, a terminate without a reason. It puts a tool
+// call's path arguments in canonical form, in place: that is the form the
+// policies decide on and the executor runs with.
+func (r *run) precheck(a *policy.Action) (note, kind string, ok bool) {
+	switch a.Type {
+	case policy.ToolCall:
+		info, known := r.tools.info[a.Tool]
+		if !known {
+			return fmt.Sprintf("[unknown tool] %q is not one of this agent's tools (%s)", a.Tool, strings.Join(r.toolNames(), ", ")), obsInvalid, false
+		}
+		switch r.ro.SideEffects {
+		case SideEffectsIsolate:
+			return "[side effects blocked] tool calls are not allowed in this run", obsDenied, false
+		case SideEffectsReadOnly:
+			if !info.ReadOnly() {
+				return fmt.Sprintf("[side effects blocked] %s has effect %q; this run may only read", a.Tool, info.Effect), obsDenied, false
+			}
+		}
+		if err := r.tools.box.Validate(a.Tool, a.Arguments); err != nil {
+			var f *builtins.Failure
+			msg := err.Error()
+			if errors.As(err, &f) && f.Err != nil {
+				msg = f.Err.Error()
+			}
+			return fmt.Sprintf("[invalid arguments] %s: %s", a.Tool, msg), obsInvalid, false
+		}
+		if note, kind, ok := r.canonical(a); !ok {
+			return note, kind, false
+		}
+	case policy.Delegate:
+		if r.ro.SideEffects == SideEffectsIsolate {
+			return "[side effects blocked] delegation is not allowed in this run", obsDenied, false
+		}
+		target := "agent." + a.Target
+		allowed := false
+		for _, d := range r.agent.Delegates {
+			allowed = allowed || d == target
+		}
+		if !allowed || a.Task == "" {
+			return fmt.Sprintf("[invalid arguments] delegate: target must be one of %s and task must not be empty", strings.Join(trimAll(r.agent.Delegates, "agent."), ", ")), obsInvalid, false
+		}
+		if max := r.agent.Loop.MaxDelegationDepth; r.ro.Depth+1 > max {
+			return fmt.Sprintf("[delegation refused] depth %d would exceed max_delegation_depth %d", r.ro.Depth+1, max), obsDenied, false
+		}
+		if target == r.agent.Address || containsString(r.ro.Ancestors, target) {
+			chain := append(append([]string{}, r.ro.Ancestors...), r.agent.Address, target)
+			return fmt.Sprintf("[delegation refused] cycle: %s", strings.Join(trimAll(chain, "agent."), " -> ")), obsDenied, false
+		}
+	case policy.Terminate:
+		if strings.TrimSpace(a.Reason) == "" {
+			return fmt.Sprintf("[invalid arguments] %s: reason must be a non-empty string", plan.TerminateTool), obsInvalid, false
+		}
+	}
+	return "", "", true
+}
+
+// canonical puts a tool call's path arguments in the one form the
+// policies decide on and the executor runs with (builtins.Toolbox.Canonical):
+// "notes/../secret.txt", "./secret.txt", the absolute path and a link to it
+// are all "secret.txt" to every policy. A path outside the workspace is
+// invalid; one in the state directory or among the configuration's own
+// files is refused whatever the policies say.
+func (r *run) canonical(a *policy.Action) (note, kind string, ok bool) {
+	args, err := r.tools.box.Canonical(a.Tool, a.Arguments)
+	if err == nil && !bytes.Equal(args, a.Arguments) {
+		// The schema decides on what will run, too.
+		err = r.tools.box.Validate(a.Tool, args)
+	}
+	if err != nil {
+		msg := err.Error()
+		var f *builtins.Failure
+		if errors.As(err, &f) && f.Err != nil {
+			msg = f.Err.Error()
+		}
+		if errors.Is(err, builtins.ErrProtectedPath) {
+			return fmt.Sprintf("[protected path] %s: %s", a.Tool, msg), obsDenied, false
+		}
+		return fmt.Sprintf("[invalid arguments] %s: %s", a.Tool, msg), obsInvalid, false
+	}
+	a.Arguments = args
+	return "", "", true
+}
+
+// changed returns the model's arguments when the canonical form differs
+// from them, for the journal; nil when they were canonical already.
+func changed(raw, canonical json.RawMessage) json.RawMessage {
+	if bytes.Equal(raw, canonical) {
+		return nil
+	}
+	return raw
+}
+
+// validateDecided is the chain's check of arguments a policy's modify
+// decision wrote: they must fit the tool's schema and already be canonical,
+// since no policy after it, and no person asked, would see them otherwise.
+func validateDecided(box *builtins.Toolbox) func(tool string, args json.RawMessage) error {
+	return func(tool string, args json.RawMessage) error {
+		if err := box.Validate(tool, args); err != nil {
+			return err
+		}
+		c, err := box.Canonical(tool, args)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(c, args) {
+			return fmt.Errorf("the path arguments are not in canonical form (%s); write them as %s", args, c)
+		}
+		return nil
+	}
+}
+
+func (r *run) toolNames() []string {
+	out := make([]string, 0, len(r.tools.specs))
+	for _, s := range r.tools.specs {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// policyInput is what the policies see. Usage comes from the accountant,
+// so a policy can refuse on spend; the rest is the run's fixed input.
+func (r *run) policyInput(a policy.Action) policy.Input {
+	in := r.input0
+	in.Action = a
+	in.Run.Iteration = r.iter
+	in.Run.Usage = policy.Usage(usageOf(r.acct))
+	return in
+}
+
+// fixedInput is the part of every policy input that does not change during
+// a run, built once rather than per gated action: policies only read it.
+func (r *run) fixedInput() policy.Input {
+	model := r.agent.Model
+	if m := r.e.plan.Model(model); m != nil && m.Name != "" {
+		model = strings.TrimPrefix(m.Address, "model.")
+	} else {
+		model = strings.TrimPrefix(strings.TrimPrefix(model, "model."), "router.")
+	}
+	pctx := r.e.opts.PolicyContext
+	if pctx == nil {
+		pctx = map[string]any{}
+	}
+	return policy.Input{
+		Agent: policy.AgentInfo{Name: r.name, Model: model, DelegationDepth: r.ro.Depth},
+		Run: policy.RunInfo{
+			ID:     r.id,
+			Budget: policy.BudgetLimits(r.e.plan.Budget(r.agent.Budget)),
+		},
+		Context: pctx,
+	}
+}
+
+// resolveAsk puts a verdict that needs a person before the approver and
+// journals the question and the answer. No approver, an error or a timeout
+// is a denial.
+func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved, policy.Decision) {
+	a := v.Action
+	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, ArgumentsDigest: policy.ArgumentsDigest(a), Reason: v.Decision.Reason}); err != nil {
+		// An approval with no record is no audit trail: fail closed.
+		return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval request could not be journalled: " + err.Error()}
+	}
+	var approved policy.Approved
+	var rec policy.ApprovalRecord
+	var err error
+	if r.e.opts.Approver == nil {
+		err = ErrNoApprover
+	} else {
+		approved, rec, err = r.chain.Resolve(ctx, v, r.e.opts.Approver, r.approvalRequest(a, "", 0))
+	}
+	d := r.recordApproval(a, rec, err)
+	if d.Outcome == policy.Deny {
+		approved = policy.Approved{}
+	}
+	return approved, d
+}
+
+// escalate asks a person whether a failed call should run again (the
+// escalate recovery strategy). A rejection is (false, nil); a failure to
+// get an answer is an error, which passes the chain on.
+func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeout time.Duration, failure error) (bool, error) {
+	reason := fmt.Sprintf("%s failed (%v); run it again?", a, failure)
+	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, ArgumentsDigest: policy.ArgumentsDigest(a), Queue: queue, Reason: reason}); err != nil {
+		return false, err
+	}
+	if r.e.opts.Approver == nil {
+		r.recordApproval(a, policy.ApprovalRecord{}, ErrNoApprover)
+		return false, ErrNoApprover
+	}
+	rec, err := r.e.opts.Approver.Approve(ctx, r.approvalRequest(a, reason, timeout))
+	if err != nil && errors.Is(context.Cause(ctx), builtins.ErrEscalationTimeout) {
+		// The question's deadline and the approver's own timeout are the
+		// same instant; whichever fired, nobody answered in time.
+		rec, err = policy.TimeoutRecord("", timeout, r.e.opts.Now()), nil
+	}
+	d := r.recordApproval(a, rec, err)
+	if err != nil {
+		return false, err
+	}
+	if rec.Approved && d.Outcome == policy.Deny {
+		return false, errors.New(d.Reason) // the answer could not be journalled
+	}
+	if !rec.Approved && rec.Via == "timeout" {
+		return false, fmt.Errorf("escalation to %s timed out", queue)
+	}
+	return rec.Approved, nil
+}
+
+// approvalRequest is the question about a of this run. What a person is
+// shown (the prompt, the request file in the queue) passes through the
+// run's redactor; a decision from the queue that the approver refuses is
+// journalled as approval_rejected, and the approver goes on waiting.
+func (r *run) approvalRequest(a policy.Action, reason string, timeout time.Duration) policy.Request {
+	return policy.Request{
+		RunID: r.id, Agent: r.name, Action: a, Reason: reason, Timeout: timeout,
+		Redact: func(b json.RawMessage) json.RawMessage { return r.e.secrets.JSON(b) },
+		Rejected: func(x policy.Rejection) {
+			// A failure to journal it changes nothing: the decision is
+			// refused either way.
+			_ = r.record(journal.ApprovalRejected, journal.ApprovalRejectedData{
+				CallID: a.CallID, Tool: actionTarget(a), RequestID: x.RequestID,
+				Reason: x.Err.Error(), Approved: x.Claimed.Approved, By: x.Claimed.By,
+			})
+		},
+	}
+}
+
+// recordApproval journals a person's answer (or the failure to get one)
+// and returns it as a decision.
+func (r *run) recordApproval(a policy.Action, rec policy.ApprovalRecord, err error) policy.Decision {
+	data := journal.ApprovalDecidedData{CallID: a.CallID, Tool: actionTarget(a), Approved: rec.Approved, By: rec.By, Reason: rec.Reason, TimedOut: rec.Via == "timeout"}
+	d := rec.PersonDecision()
+	switch {
+	case errors.Is(err, ErrNoApprover):
+		data.Reason = "needs a person's approval, and none can be asked in this run"
+		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
+	case err != nil:
+		data.Reason = "asking for approval failed: " + err.Error()
+		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
+	}
+	if jerr := r.record(journal.ApprovalDecided, data); jerr != nil && d.Outcome != policy.Deny {
+		// A person's approval that left no record is not acted on.
+		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval could not be journalled: " + jerr.Error()}
+	}
+	return d
+}
+
+// ErrNoApprover is the cause of a denial that needed a person when the run
+// has no way to ask one.
+var ErrNoApprover = errors.New("no approver")
+
+// recordGate journals the gate's decisions for one iteration. It is on
+// disk before anything is dispatched.
+func (r *run) recordGate(gs []gated) error {
+	return r.recordDecisions(gs, false)
+}
+
+// holdGate is recordGate for decisions on tool calls, which are held until
+// the calls are dispatched (see hold).
+func (r *run) holdGate(gs []gated) error {
+	return r.recordDecisions(gs, true)
+}
+
+func (r *run) recordDecisions(gs []gated, hold bool) error {
+	data := journal.PolicyEvaluatedData{Decisions: make([]journal.GateRecord, len(gs))}
+	for i, g := range gs {
+		d := g.decision
+		if g.ok && d.Outcome != policy.Allow && d.Outcome != policy.Modify {
+			d = policy.Decision{Outcome: policy.Allow, Reason: d.Reason, Engine: "person", Policy: d.Policy}
+		}
+		data.Decisions[i] = journal.GateRecord{Action: g.action, RawArguments: g.raw, Decision: d, Trail: g.trail}
+		if !g.ok {
+			data.Denied++
+		}
+	}
+	if hold {
+		return r.hold(journal.PolicyEvaluated, data)
+	}
+	return r.mustRecord(journal.PolicyEvaluated, data)
+}
+
+func actionTarget(a policy.Action) string {
+	switch a.Type {
+	case policy.Delegate:
+		return "agent." + a.Target
+	case policy.Terminate:
+		return plan.TerminateTool
+	}
+	return a.Tool
+}
+
+// chain builds (once per engine and agent) the agent's policy chain. Each
+// policy engine is prepared once and shared by every agent that lists it.
+func (e *Engine) chain(ctx context.Context, a *plan.Agent, tools *agentTools) (*policy.Chain, error) {
+	links := make([]policy.Link, 0, len(a.Policies))
+	for _, addr := range a.Policies {
+		g, err := e.gate(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		links = append(links, policy.Link{Address: addr, Gate: g})
+	}
+	c := policy.NewChain(links, a.Loop.OnNoPolicy, validateDecided(tools.box))
+	for name, info := range tools.info {
+		if info.Approval == "always" {
+			c.RequireApproval(name)
+		}
+	}
+	return c, nil
+}
+
+func (e *Engine) gate(ctx context.Context, addr string) (policy.Gate, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if g, ok := e.gates[addr]; ok {
+		return g, nil
+	}
+	if e.policies == nil {
+		e.policies = policy.NewLoader(e.plan, e.opts.BaseDir)
+	}
+	g, err := e.policies.Gate(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	e.gates[addr] = g
+	return g, nil
+}
+
+func trimAll(list []string, prefix string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = strings.TrimPrefix(s, prefix)
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
