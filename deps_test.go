@@ -43,6 +43,11 @@ var allowed = map[string][]string{
 	"knowledge": nil,
 	"provider":  nil, // the model interface
 
+	// Small shared helpers: the one retry schedule of models and tools, and
+	// the part of hclwrite that fmt and the REPL use (hclwrite links go-cmp).
+	"internal/backoff": nil,
+	"internal/hclfmt":  nil,
+
 	// What a plan needs at run time, beside the plan.
 	"plan/eval": {"plan", "stdlib"},
 
@@ -51,9 +56,10 @@ var allowed = map[string][]string{
 	"budget":              {"plan", "provider"},
 	"routing":             {"plan"},
 	"convo":               {"plan", "provider", "stdlib"},
-	"builtins":            {"knowledge", "plan", "policy", "stdlib"},
+	"builtins":            {"internal/backoff", "knowledge", "plan", "policy", "stdlib"},
 	"journal":             {"budget", "policy", "provider", "seal"},
-	"provider/openai":     {"plan", "provider"},
+	"provider/openai":     {"internal/backoff", "plan", "provider"},
+	"provider/anthropic":  {"plan", "provider"},
 	"provider/scripted":   {"plan", "provider", "stdlib"},
 	"provider/fakeserver": {"provider", "stdlib"},
 
@@ -62,7 +68,7 @@ var allowed = map[string][]string{
 
 	// The runtime: it reads plans, never the compiler (no lang, no interp).
 	"engine": {"budget", "builtins", "convo", "journal", "knowledge", "plan", "plan/eval", "policy",
-		"provider", "provider/openai", "provider/scripted", "routing", "seal", "stdlib",
+		"provider", "provider/anthropic", "provider/openai", "provider/scripted", "routing", "seal", "stdlib",
 		"engine/internal/answer", "engine/internal/bestofn", "engine/internal/estimate", "engine/internal/planexec",
 		"engine/internal/prehydrate", "engine/internal/progress", "engine/internal/redact", "engine/internal/reflection"},
 	// The engine's pure parts, each a package of its own; the drivers that
@@ -78,8 +84,8 @@ var allowed = map[string][]string{
 	"engine/internal/redact":     {"engine/internal/msgkey", "provider"},
 
 	// The REPL core and the command line, over everything.
-	"repl":      {"budget", "builtins", "engine", "interp", "journal", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"engine", "interp", "journal", "plan", "policy", "repl"},
+	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "plan", "plan/eval", "policy", "stdlib"},
+	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "plan", "policy", "repl"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
@@ -101,12 +107,13 @@ var thirdParty = []struct {
 	{"go.etcd.io/bbolt", []string{"knowledge"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"github.com/sashabaranov/go-openai", []string{"provider/openai", "provider/fakeserver"},
-		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/scripted"}, enginePure...)},
-	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "repl", "cmd/symbi"},
+		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/anthropic", "provider/scripted"}, enginePure...)},
+	{"github.com/anthropics/anthropic-sdk-go/v2", []string{"provider/anthropic"},
+		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
+	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "cmd/symbi"},
 		[]string{"plan", "seal", "provider", "budget", "routing", "knowledge"}},
 	// Terminal IO and flags belong to the command line alone.
 	{"github.com/spf13/cobra", []string{"cmd/symbi"}, nil},
-	{"github.com/chzyer/readline", []string{"cmd/symbi"}, nil},
 	{"github.com/ergochat/readline", []string{"cmd/symbi"}, nil},
 	{"golang.org/x/term", []string{"cmd/symbi"}, nil},
 }
