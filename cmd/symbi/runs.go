@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symbi-dev/symbi/journal"
-	"github.com/symbi-dev/symbi/repl"
+	"github.com/symbi-dev/symbi/journal/render"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -99,7 +99,7 @@ symbi signed its journals) is shown with a warning on stderr.`,
 					for _, ev := range evs {
 						jsonLine(cmd.OutOrStdout(), ev)
 					}
-				} else if _, werr := io.WriteString(cmd.OutOrStdout(), repl.Timeline(evs)); werr != nil {
+				} else if _, werr := io.WriteString(cmd.OutOrStdout(), render.Timeline(evs)); werr != nil {
 					return werr
 				}
 			}

@@ -1,4 +1,4 @@
-package repl
+package render
 
 import (
 	"encoding/json"
