@@ -125,11 +125,17 @@ func eventText(ev journal.Event) string {
 	case journal.ApprovalDecided:
 		var d journal.ApprovalDecidedData
 		if ev.Decode(&d) == nil {
-			verdict := "denied"
+			s := d.Tool + " denied"
 			if d.Approved {
-				verdict = "approved"
+				s = d.Tool + " approved"
 			}
-			return fmt.Sprintf("%s %s by %s %s", d.Tool, verdict, d.By, d.Reason)
+			if d.By != "" {
+				s += " by " + d.By
+			}
+			if d.Reason != "" {
+				s += ": " + d.Reason
+			}
+			return s
 		}
 	case journal.ToolsDispatched:
 		var d journal.ToolsDispatchedData
@@ -217,6 +223,40 @@ func eventText(ev journal.Event) string {
 				s += ": " + d.Error
 			}
 			return s
+		}
+	case journal.CandidateStarted:
+		var d journal.CandidateStartedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("candidate %d", d.Index)
+			if len(d.Vary) > 0 {
+				b, _ := json.Marshal(d.Vary) // sorted keys
+				s += " with " + string(b)
+			}
+			return s
+		}
+	case journal.KnowledgeInjected:
+		var d journal.KnowledgeInjectedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("%s from %s", plural(len(d.Facts), "fact"), d.Store)
+			if d.Query != "" {
+				s += " for " + quoteShort(d.Query)
+			}
+			return s
+		}
+	case journal.Prehydrated:
+		var d journal.PrehydratedData
+		if ev.Decode(&d) == nil {
+			var parts []string
+			for _, r := range d.References {
+				p := r.Kind + " " + quoteShort(r.Value)
+				if r.Error != "" {
+					p += " failed: " + r.Error
+				} else {
+					p += fmt.Sprintf(", %d tokens", r.Tokens)
+				}
+				parts = append(parts, p)
+			}
+			return fmt.Sprintf("%s, %d tokens: %s", plural(len(d.References), "reference"), d.Tokens, strings.Join(parts, "; "))
 		}
 	case journal.CandidateFinished:
 		var d journal.CandidateFinishedData
