@@ -10,12 +10,6 @@ import (
 	"github.com/symbi-dev/symbi/seal"
 )
 
-// FormatVersion is the journal's format, recorded in each started line
-// (journal_format). 2: every line carries a MAC chained to the line before
-// it. Journals without the field are version 1: unsigned, written before
-// the chain existed.
-const FormatVersion = 2
-
 // The chain's MAC domains (seal.Key.Sum): the run's anchor, then each line.
 const (
 	chainDomain  = "journal"

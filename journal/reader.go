@@ -85,12 +85,22 @@ func (r *Reader) next() (Event, error) {
 	r.offset += int64(len(line)) + 1
 	if r.chain != nil {
 		if err := r.chain.check(line, r.line); err != nil {
+			// A newer format may sign its lines otherwise, or not at all:
+			// its version, not the MAC it lacks, is the reason to give.
+			if ferr := checkFormat(line); ferr != nil {
+				err = ferr
+			}
 			return Event{}, &LineError{Line: r.line, Err: err}
 		}
 	}
 	ev, err := parseLine(line)
 	if err != nil {
 		return Event{}, &LineError{Line: r.line, Err: err}
+	}
+	if ev.Type == Started {
+		if err := checkFormat(line); err != nil {
+			return Event{}, &LineError{Line: r.line, Err: err}
+		}
 	}
 	if ev.Seq != r.lastSeq+1 {
 		return Event{}, &LineError{Line: r.line, Err: fmt.Errorf("seq %d follows seq %d", ev.Seq, r.lastSeq)}

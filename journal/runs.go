@@ -159,6 +159,8 @@ func Verify(stateDir, runID string) (Verification, error) {
 	v.Lines, v.Torn = len(evs), torn
 	var le *LineError
 	switch {
+	case errors.Is(err, ErrNewerFormat):
+		return v, err // not a fault of the journal: this symbi cannot judge it
 	case errors.As(err, &le):
 		v.Line, v.Error = le.Line, err.Error()
 		return v, nil
@@ -190,13 +192,17 @@ const StatusUnreadable = "unreadable"
 // unreadable.
 const StatusTampered = "tampered"
 
+// StatusNewerFormat is the status of a run whose journal a newer symbi
+// wrote (ErrNewerFormat).
+const StatusNewerFormat = "newer_format"
+
 // RunSummary is one line of `symbi runs`.
 type RunSummary struct {
 	ID         string        `json:"id"`
 	Agent      string        `json:"agent"`
 	Started    time.Time     `json:"started"`
 	Finished   time.Time     `json:"finished,omitzero"` // zero when incomplete
-	Status     string        `json:"status"`            // the termination reason, or incomplete / running / unreadable / tampered
+	Status     string        `json:"status"`            // the termination reason, or incomplete / running / unreadable / tampered / newer_format
 	Limit      string        `json:"limit,omitempty"`   // the budget limit, for budget_exceeded
 	Iterations int           `json:"iterations"`
 	Usage      budget.Amount `json:"usage"`
@@ -281,6 +287,8 @@ func ListRuns(stateDir string) ([]RunSummary, error) {
 		case err == nil:
 		case errors.Is(err, ErrTampered):
 			s.Status, s.Error = StatusTampered, err.Error()
+		case errors.Is(err, ErrNewerFormat):
+			s.Status, s.Error = StatusNewerFormat, err.Error()
 		default:
 			s.Status, s.Error = StatusUnreadable, err.Error()
 		}

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/plan/eval"
 	"github.com/symbi-dev/symbi/policy"
@@ -80,24 +80,12 @@ func (s *Session) gate(ctx context.Context, c call) (string, hcl.Diagnostics) {
 		fmt.Fprintf(w, "arguments\t%s\n", d.Arguments)
 	}
 	fmt.Fprintf(w, "engine\t%s\n", d.Engine)
-	fmt.Fprintf(w, "time\t%s\n", roundDuration(elapsed))
+	fmt.Fprintf(w, "time\t%s\n", render.Duration(elapsed))
 	if agent != "" {
 		fmt.Fprintf(w, "agent\t%s\n", agent)
 	}
 	w.Flush()
 	return b.String(), nil
-}
-
-// roundDuration keeps printed times readable: microseconds below a
-// millisecond, milliseconds below a second.
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond)
-	case d < time.Second:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Millisecond)
 }
 
 func agentUsingPolicy(p *plan.Plan, addr string) string {
@@ -292,7 +280,7 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 			return b.String(), errorAt(rng, "Policy does not load", "%v", err)
 		}
 		v := chain.Gate(ctx, policy.NewInput(p, agent, action, nil))
-		fmt.Fprintf(&b, "%s: %s\n", agent, decisionLine(v.Decision))
+		fmt.Fprintf(&b, "%s: %s\n", agent, render.Decision(v.Decision))
 		switch {
 		case v.Approved.Valid():
 			approved = v.Approved
@@ -305,7 +293,7 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 			if err != nil {
 				return b.String(), errorAt(rng, "Approval failed", "%v", err)
 			}
-			fmt.Fprintf(&b, "%s: %s\n", agent, decisionLine(rec.PersonDecision()))
+			fmt.Fprintf(&b, "%s: %s\n", agent, render.Decision(rec.PersonDecision()))
 			if !a.Valid() {
 				b.WriteString("not run\n")
 				return b.String(), nil
@@ -334,26 +322,6 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 		b.WriteString("(output truncated at max_output_bytes)\n")
 	}
 	return b.String(), nil
-}
-
-// decisionLine is one decision on one line: "allow by policy.rules (rules): reason".
-func decisionLine(d policy.Decision) string {
-	s := string(d.Outcome)
-	switch {
-	case d.Policy != "" && d.Engine != "":
-		s += fmt.Sprintf(" by %s (%s)", d.Policy, d.Engine)
-	case d.Policy != "":
-		s += " by " + d.Policy
-	case d.Engine != "":
-		s += " by " + d.Engine
-	}
-	if d.Reason != "" {
-		s += ": " + d.Reason
-	}
-	if d.Outcome == policy.Modify && len(d.Arguments) > 0 {
-		s += fmt.Sprintf(" (arguments now %s)", d.Arguments)
-	}
-	return s
 }
 
 // protected are the paths :call's file builtins may not touch, besides

@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
 )
 
@@ -341,4 +343,47 @@ func (s *Session) addresses() []string {
 		add(x.Address)
 	}
 	return out
+}
+
+// journal prints a run's timeline from its journal file: the latest run's,
+// or the one named (by its id or a unique prefix of it).
+func (s *Session) journal(_ context.Context, c call) (string, hcl.Diagnostics) {
+	sd := s.stateDir()
+	runs, err := journal.ListRuns(sd)
+	if err != nil {
+		return "", errorAt(c.nameRng, "Cannot list runs", "%v", err)
+	}
+	if len(runs) == 0 {
+		return fmt.Sprintf("No runs in %s yet; :run or :step an agent first.\n", sd), nil
+	}
+	run := runs[0]
+	if c.args != "" {
+		id, rng, _, _ := c.word()
+		var found []journal.RunSummary
+		for _, r := range runs {
+			if r.ID == id {
+				found = []journal.RunSummary{r}
+				break
+			}
+			if strings.HasPrefix(r.ID, id) {
+				found = append(found, r)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return "", errorAt(rng, "No such run", "There is no run %s in %s; :journal without an id shows the latest.", id, sd)
+		case 1:
+			run = found[0]
+		default:
+			return "", errorAt(rng, "Ambiguous run id", "%d runs start with %s; give more of the id.", len(found), id)
+		}
+	}
+	evs, unsigned, err := journal.ReadToShow(sd, run.ID)
+	if err != nil {
+		return "", errorAt(c.nameRng, "Cannot read the journal", "%v", err)
+	}
+	if unsigned {
+		return "warning: " + journal.ErrUnsigned.Error() + "\n" + render.Timeline(evs), nil
+	}
+	return render.Timeline(evs), nil
 }

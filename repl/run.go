@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/journal/render"
 )
 
 // target is what :run and :step run: an agent, or (for :run) a best_of_n.
@@ -117,9 +119,12 @@ func resultText(res *engine.Result) string {
 			b.WriteString("\n")
 		}
 	}
-	fmt.Fprintf(&b, "-- run %s %s: %s, %s\n", res.RunID, terminationText(res.Termination), usageLine(res.Iterations, res.Usage), elapsedText(res.Elapsed))
+	fmt.Fprintf(&b, "-- run %s %s: %s, %s\n", res.RunID, terminationText(res.Termination), render.Usage(res.Iterations, res.Usage), elapsedText(res.Elapsed))
 	return b.String()
 }
+
+// elapsedText prints a run's duration.
+func elapsedText(d time.Duration) string { return render.Duration(d).String() }
 
 // terminationText is how a run ended, its limit and, when it says more
 // than the reason, its detail.

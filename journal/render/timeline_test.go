@@ -1,4 +1,4 @@
-package repl
+package render
 
 import (
 	"encoding/json"
@@ -33,7 +33,7 @@ func TestTimelineEscapesHostileText(t *testing.T) {
 	for _, want := range []string{
 		`flaky {"a":"\u202e"} waits for a person: flaky failed (\x1b[2J\x1b[Hall clear); run it again? (arguments sha256:00)`,
 		`flaky: ignored decision on request r1: no proof (claimed by "lead\n  +0s #9 forged line")`,
-		`flaky denied by e2e \x1b]0;title\a`,
+		`flaky denied by e2e: \x1b]0;title\a`,
 		`flaky failed (error): exit 1: \x1b[2J`,
 	} {
 		if !strings.Contains(out, want) {
@@ -42,5 +42,38 @@ func TestTimelineEscapesHostileText(t *testing.T) {
 	}
 	if strings.ContainsAny(out, "\x1b\x07\u202e") {
 		t.Errorf("the timeline holds a raw control character:\n%q", out)
+	}
+}
+
+// Every event type the journal knows is described from its typed data:
+// only a type this symbi does not know is shown as its raw data.
+func TestDescribeKnowsEveryEventType(t *testing.T) {
+	for _, typ := range journal.EventTypes() {
+		ev := journal.Event{Seq: 1, Type: typ, Data: json.RawMessage(`{"zzz":1}`)}
+		if got := Describe(ev); strings.Contains(got, "zzz") {
+			t.Errorf("%s is shown as its raw data: %s", typ, got)
+		}
+	}
+	if got := Describe(journal.Event{Type: "from_the_future", Data: json.RawMessage(`{"a":1}`)}); got != `"{\"a\":1}"` {
+		t.Errorf("an unknown event: %s", got)
+	}
+}
+
+func TestDescribeOfTheLesserEvents(t *testing.T) {
+	for _, tc := range []struct {
+		typ  string
+		data string
+		want string
+	}{
+		{journal.CandidateStarted, `{"index":2,"vary":{"temperature":0.5,"seed":7}}`, `candidate 2 with {"seed":7,"temperature":0.5}`},
+		{journal.KnowledgeInjected, `{"store":"knowledge.facts","query":"moons","facts":["Earth has one moon"]}`, `1 fact from knowledge.facts for "moons"`},
+		{journal.Prehydrated, `{"references":[{"kind":"file","value":"notes.md","tool":"read_file","tokens":12},{"kind":"url","value":"http://x","error":"refused"}],"tokens":12}`,
+			`2 references, 12 tokens: file "notes.md", 12 tokens; url "http://x" failed: refused`},
+		{journal.ApprovalDecided, `{"tool":"rm","approved":true,"by":"ana"}`, `rm approved by ana`},
+		{journal.ApprovalDecided, `{"tool":"rm","approved":false,"by":"timeout","reason":"nobody answered","timed_out":true}`, `rm denied by timeout: nobody answered`},
+	} {
+		if got := Describe(journal.Event{Type: tc.typ, Data: json.RawMessage(tc.data)}); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.typ, got, tc.want)
+		}
 	}
 }

@@ -1,66 +1,21 @@
-package repl
+package render
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"text/tabwriter"
 	"time"
-
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
 )
 
-// journal prints a run's timeline from its journal file: the latest run's,
-// or the one named (by its id or a unique prefix of it).
-func (s *Session) journal(_ context.Context, c call) (string, hcl.Diagnostics) {
-	sd := s.stateDir()
-	runs, err := journal.ListRuns(sd)
-	if err != nil {
-		return "", errorAt(c.nameRng, "Cannot list runs", "%v", err)
-	}
-	if len(runs) == 0 {
-		return fmt.Sprintf("No runs in %s yet; :run or :step an agent first.\n", sd), nil
-	}
-	run := runs[0]
-	if c.args != "" {
-		id, rng, _, _ := c.word()
-		var found []journal.RunSummary
-		for _, r := range runs {
-			if r.ID == id {
-				found = []journal.RunSummary{r}
-				break
-			}
-			if strings.HasPrefix(r.ID, id) {
-				found = append(found, r)
-			}
-		}
-		switch len(found) {
-		case 0:
-			return "", errorAt(rng, "No such run", "There is no run %s in %s; :journal without an id shows the latest.", id, sd)
-		case 1:
-			run = found[0]
-		default:
-			return "", errorAt(rng, "Ambiguous run id", "%d runs start with %s; give more of the id.", len(found), id)
-		}
-	}
-	evs, unsigned, err := journal.ReadToShow(sd, run.ID)
-	if err != nil {
-		return "", errorAt(c.nameRng, "Cannot read the journal", "%v", err)
-	}
-	if unsigned {
-		return "warning: " + journal.ErrUnsigned.Error() + "\n" + Timeline(evs), nil
-	}
-	return Timeline(evs), nil
-}
-
 // Timeline renders a run's events, one line each: time since the start,
-// sequence number, iteration, event type and what happened, with every
-// event type's data decoded. It is the one timeline renderer: :journal and
-// `symbi runs show` both print it.
+// sequence number, iteration, event type and what happened (Describe),
+// under a line that sums the run up. `symbi runs show` and the REPL's
+// :journal both print it.
 func Timeline(evs []journal.Event) string {
 	if len(evs) == 0 {
 		return "(empty journal)\n"
@@ -71,18 +26,19 @@ func Timeline(evs []journal.Event) string {
 	if sum.Limit != "" {
 		fmt.Fprintf(&b, " (%s)", sum.Limit)
 	}
-	fmt.Fprintf(&b, ", %s\n", usageLine(sum.Iterations, sum.Usage))
-	w := newTable(&b)
+	fmt.Fprintf(&b, ", %s\n", Usage(sum.Iterations, sum.Usage))
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	start := evs[0].Time
 	for _, ev := range evs {
-		fmt.Fprintf(w, "  +%s\t#%d\titer %d\t%s\t%s\n", roundDuration(ev.Time.Sub(start)), ev.Seq, ev.Iteration, ev.Type, describeEvent(ev))
+		fmt.Fprintf(w, "  +%s\t#%d\titer %d\t%s\t%s\n", Duration(ev.Time.Sub(start)), ev.Seq, ev.Iteration, ev.Type, Describe(ev))
 	}
 	w.Flush()
 	return b.String()
 }
 
-// usageLine summarises what a run consumed.
-func usageLine(iterations int, u budget.Amount) string {
+// Usage sums up what a run consumed: "3 iterations, 3 model calls, 2 tool
+// calls, 412 tokens, $0.0000".
+func Usage(iterations int, u budget.Amount) string {
 	return fmt.Sprintf("%s, %s, %s, %d tokens, $%.4f",
 		plural(iterations, "iteration"), plural(int(u.ModelCalls), "model call"), plural(int(u.ToolCalls), "tool call"), u.TotalTokens, u.CostUSD)
 }
@@ -94,10 +50,12 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// describeEvent says in one line what an event records. Much of it is
-// text from the model, a tool or a file: control and invisible characters
-// are escaped, so none of it can move the cursor or break the line.
-func describeEvent(ev journal.Event) string {
+// Describe says in one line what an event records, with every event
+// type's data decoded: the timeline's last column, and what the REPL's
+// :step shows of a phase. Much of it is text from the model, a tool or a
+// file: control and invisible characters are escaped (policy.EscapeLine),
+// so none of it can move the cursor or break the line.
+func Describe(ev journal.Event) string {
 	return policy.EscapeLine(eventText(ev))
 }
 
@@ -143,7 +101,7 @@ func eventText(ev journal.Event) string {
 		if ev.Decode(&d) == nil {
 			var parts []string
 			for _, g := range d.Decisions {
-				parts = append(parts, actionName(g.Action)+": "+decisionLine(g.Decision))
+				parts = append(parts, Gate(g))
 			}
 			return strings.Join(parts, "; ")
 		}
@@ -168,11 +126,17 @@ func eventText(ev journal.Event) string {
 	case journal.ApprovalDecided:
 		var d journal.ApprovalDecidedData
 		if ev.Decode(&d) == nil {
-			verdict := "denied"
+			s := d.Tool + " denied"
 			if d.Approved {
-				verdict = "approved"
+				s = d.Tool + " approved"
 			}
-			return fmt.Sprintf("%s %s by %s %s", d.Tool, verdict, d.By, d.Reason)
+			if d.By != "" {
+				s += " by " + d.By
+			}
+			if d.Reason != "" {
+				s += ": " + d.Reason
+			}
+			return s
 		}
 	case journal.ToolsDispatched:
 		var d journal.ToolsDispatchedData
@@ -261,6 +225,40 @@ func eventText(ev journal.Event) string {
 			}
 			return s
 		}
+	case journal.CandidateStarted:
+		var d journal.CandidateStartedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("candidate %d", d.Index)
+			if len(d.Vary) > 0 {
+				b, _ := json.Marshal(d.Vary) // sorted keys
+				s += " with " + string(b)
+			}
+			return s
+		}
+	case journal.KnowledgeInjected:
+		var d journal.KnowledgeInjectedData
+		if ev.Decode(&d) == nil {
+			s := fmt.Sprintf("%s from %s", plural(len(d.Facts), "fact"), d.Store)
+			if d.Query != "" {
+				s += " for " + quoteShort(d.Query)
+			}
+			return s
+		}
+	case journal.Prehydrated:
+		var d journal.PrehydratedData
+		if ev.Decode(&d) == nil {
+			var parts []string
+			for _, r := range d.References {
+				p := r.Kind + " " + quoteShort(r.Value)
+				if r.Error != "" {
+					p += " failed: " + r.Error
+				} else {
+					p += fmt.Sprintf(", %d tokens", r.Tokens)
+				}
+				parts = append(parts, p)
+			}
+			return fmt.Sprintf("%s, %d tokens: %s", plural(len(d.References), "reference"), d.Tokens, strings.Join(parts, "; "))
+		}
 	case journal.CandidateFinished:
 		var d journal.CandidateFinishedData
 		if ev.Decode(&d) == nil {
@@ -336,6 +334,12 @@ func actionText(a policy.Action) string {
 	return string(a.Type)
 }
 
+// Gate is one gate record on one line, escaped: the action's name and the
+// decision on it, "shell: deny by policy.rules (rules): reason".
+func Gate(g journal.GateRecord) string {
+	return policy.EscapeLine(actionName(g.Action) + ": " + Decision(g.Decision))
+}
+
 // actionName names an action briefly: the tool, or the action's type.
 func actionName(a policy.Action) string {
 	if a.Type == policy.ToolCall {
@@ -368,5 +372,35 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// elapsedText prints a run's duration.
-func elapsedText(d time.Duration) string { return roundDuration(d).String() }
+// Decision is one decision on one line: "allow by policy.rules (rules):
+// reason". It is not escaped: Describe escapes the line it is part of.
+func Decision(d policy.Decision) string {
+	s := string(d.Outcome)
+	switch {
+	case d.Policy != "" && d.Engine != "":
+		s += fmt.Sprintf(" by %s (%s)", d.Policy, d.Engine)
+	case d.Policy != "":
+		s += " by " + d.Policy
+	case d.Engine != "":
+		s += " by " + d.Engine
+	}
+	if d.Reason != "" {
+		s += ": " + d.Reason
+	}
+	if d.Outcome == policy.Modify && len(d.Arguments) > 0 {
+		s += fmt.Sprintf(" (arguments now %s)", d.Arguments)
+	}
+	return s
+}
+
+// Duration keeps printed times readable: microseconds below a
+// millisecond, milliseconds below a second.
+func Duration(d time.Duration) time.Duration {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond)
+	case d < time.Second:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
