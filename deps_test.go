@@ -58,6 +58,7 @@ var allowed = map[string][]string{
 	"convo":               {"plan", "provider", "stdlib"},
 	"builtins":            {"internal/backoff", "knowledge", "plan", "policy", "stdlib"},
 	"journal":             {"budget", "policy", "provider", "seal"},
+	"journal/render":      {"budget", "journal", "policy"},
 	"provider/openai":     {"internal/backoff", "plan", "provider"},
 	"provider/anthropic":  {"plan", "provider"},
 	"provider/scripted":   {"plan", "provider", "stdlib"},
@@ -84,8 +85,8 @@ var allowed = map[string][]string{
 	"engine/internal/redact":     {"engine/internal/msgkey", "provider"},
 
 	// The REPL core and the command line, over everything.
-	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "plan", "policy", "repl"},
+	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
+	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "policy", "repl"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
