@@ -255,7 +255,11 @@ func TestTerminalApproverTimeoutAndContext(t *testing.T) {
 	}
 	// A line typed after a prompt gave up answers nothing asked: the next
 	// prompt, which the person has not seen yet, must not take it.
-	io.WriteString(w, "y\n") // returns once the reader holds the line
+	io.WriteString(w, "y\n") // returns once the reader has read the line...
+	// ...but it reaches the buffer a moment later: wait for it, so the
+	// line is late for certain, not racing the prompt.
+	for deadline := time.Now().Add(5 * time.Second); len(a.lines) < 1 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
 	a.Timeout = 20 * time.Millisecond
 	if rec, err := a.Approve(context.Background(), Request{Action: toolCall("shell", `{}`)}); err != nil || rec.Approved {
 		t.Errorf("a late answer approved the next prompt: %+v %v", rec, err)
