@@ -9,6 +9,12 @@
 // absolute paths and no secrets, so two compilations of the same files are
 // byte-identical on any machine.
 //
+// The defaults of the language live here too (defaults.go): every value the
+// compiler fills in for an attribute left out is a constant or a Default…
+// function of this package, and the packages that read plans fall back to
+// the same values for a plan made without the compiler instead of writing
+// their own.
+//
 // This package must not evaluate HCL, read the environment or import any other
 // symbi package: it is the contract between the compiler and everything that
 // consumes plans.

@@ -77,16 +77,6 @@ type Model struct {
 	Range            Range    `json:"range"`
 }
 
-// The bounds of a model's max_response_bytes, and its default. A response
-// is journalled whole in one journal line of at most 64 MiB, twice (as the
-// turn and as the message) and JSON-escaped: at 16 MiB it fits unless most
-// of its text needs escaping.
-const (
-	DefaultMaxResponseBytes = 8 << 20
-	MinMaxResponseBytes     = 1 << 10
-	MaxMaxResponseBytes     = 16 << 20
-)
-
 // Pricing is USD per million tokens.
 type Pricing struct {
 	InputUSDPerMTok  float64 `json:"input_usd_per_mtok"`
@@ -256,28 +246,6 @@ type Budget struct {
 	Timeout                      Duration `json:"timeout"`
 	EstimatedOutputTokensPerCall int64    `json:"estimated_output_tokens_per_call"`
 	Range                        Range    `json:"range"`
-}
-
-// DefaultBudget is what an agent without a budget gets.
-func DefaultBudget() Budget {
-	return Budget{
-		MaxIterations:                25,
-		MaxTotalTokens:               100000,
-		Timeout:                      Duration(5 * 60 * 1e9),
-		EstimatedOutputTokensPerCall: 512,
-	}
-}
-
-// DefaultOnResume is a tool's on_resume when its block sets none (and the
-// engine's choice for a tool without a block, such as an MCP server's, or
-// a plan saved before on_resume existed): a call that may have changed
-// the world is reported, never silently repeated; one that only reads is
-// retried.
-func DefaultOnResume(effect string) string {
-	if effect == "none" || effect == "read" {
-		return "retry"
-	}
-	return "report"
 }
 
 // Recovery is a `recovery` block: strategies tried in the order written.
