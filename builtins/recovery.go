@@ -39,12 +39,6 @@ const (
 	StrategyDeadLetter   = "dead_letter"
 )
 
-// defaultRetryOn are the kinds retried when a retry block lists none: the
-// ones a second try can fix.
-func defaultRetryOn() []string {
-	return []string{string(Timeout), string(Transport), string(RateLimited)}
-}
-
 // Recover runs a failed call's recovery chain, strategies in the order
 // written, each starting from the latest failure:
 //
@@ -159,7 +153,7 @@ func unwrapFailure(err error) error {
 func (tb *Toolbox) retry(ctx context.Context, call policy.Approved, failure error, s plan.RetryStrategy, event func(string, int, error)) (Result, error, bool) {
 	on := s.On
 	if len(on) == 0 {
-		on = defaultRetryOn()
+		on = plan.DefaultRetryStrategy().On
 	}
 	// max_attempts counts attempts in all, the failed first one included,
 	// as a model's transport retry does.
@@ -192,7 +186,7 @@ func (tb *Toolbox) retry(ctx context.Context, call policy.Approved, failure erro
 func (tb *Toolbox) backoff(s plan.RetryStrategy, attempt int) time.Duration {
 	mult := s.Multiplier
 	if mult <= 0 {
-		mult = 2
+		mult = plan.DefaultRetryStrategy().Multiplier
 	}
 	d := float64(s.InitialBackoff) * math.Pow(mult, float64(attempt-1))
 	if s.MaxBackoff > 0 && d > float64(s.MaxBackoff) {
@@ -288,14 +282,11 @@ type deadLetterLine struct {
 	Error     string          `json:"error"`
 }
 
-// DeadLetterFile is the default dead-letter file name inside state_dir.
-const DeadLetterFile = "dead_letter.jsonl"
-
 func (tb *Toolbox) deadLetter(name string, args json.RawMessage, failure error, s plan.DeadLetterStrategy) error {
 	dir := tb.opts.StateDir
 	p := s.Path
 	if p == "" {
-		p = DeadLetterFile
+		p = plan.DefaultDeadLetterPath
 	}
 	p = filepath.Join(dir, filepath.FromSlash(p))
 	if len(args) == 0 || !json.Valid(args) {

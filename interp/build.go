@@ -255,6 +255,12 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 	if b.Attrs["builtin"] != nil {
 		t.Executor = plan.Executor{Kind: "builtin", Builtin: builtin.Name}
 	}
+	if a := b.Attrs["max_output_bytes"]; a != nil && t.MaxOutputBytes < 1 {
+		// Not "unlimited", as 0 is for a budget: a tool's output goes to
+		// the model whole, so it is always capped.
+		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "max_output_bytes must be at least 1; leave it out for the default, %d.", d.MaxOutputBytes)
+		t.MaxOutputBytes = d.MaxOutputBytes
+	}
 	if t.Description == "" && b.Attrs["builtin"] == nil {
 		c.require(b, "description")
 	}

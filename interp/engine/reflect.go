@@ -26,19 +26,13 @@ func (e *ReflectionError) Error() string {
 	return fmt.Sprintf("reflection: no answer reached pass_score in %d attempts (last score %.2f): %s", e.Attempts, e.Score, e.Feedback)
 }
 
-// defaultReflect is what a reflect_and_retry agent without a reflect block
-// gets (the compiler normally fills it): the SPEC's example thresholds.
-func defaultReflect() plan.Reflect {
-	return plan.Reflect{MaxAttempts: 2, PassScore: 0.75, ReviseScore: 0.55, RetryScore: 0.35}
-}
-
 // reflectAndRetry generates an answer with the react loop (tools allowed),
 // has it evaluated, and then passes it, revises it with the critique, starts
 // over, or blocks it. max_attempts counts the answers generated, the first
 // included; each revise or retry is also one of the budget's
 // max_reflection_attempts.
 func (r *run) reflectAndRetry(ctx context.Context) error {
-	cfg := defaultReflect()
+	cfg := plan.DefaultReflect() // a plan made without the compiler, which requires a reflect block
 	if r.agent.Reflect != nil {
 		cfg = *r.agent.Reflect
 	}

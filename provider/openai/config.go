@@ -17,12 +17,9 @@ import (
 	"github.com/symbi-dev/symbi/provider"
 )
 
-// DefaultBaseURL is OpenAI's API.
-const DefaultBaseURL = "https://api.openai.com/v1"
-
 // Config configures one model endpoint.
 type Config struct {
-	BaseURL string // default DefaultBaseURL
+	BaseURL string // default plan.DefaultOpenAIBaseURL
 	APIKey  string
 	Model   string // the model's name at the endpoint, e.g. "gpt-4o-mini"
 
@@ -75,7 +72,7 @@ var _ provider.Model = (*Model)(nil)
 // kind MissingAPIKey; other configuration mistakes are InvalidRequest.
 func New(cfg Config) (*Model, error) {
 	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
+		cfg.BaseURL = plan.DefaultOpenAIBaseURL
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	u, err := url.Parse(cfg.BaseURL)
