@@ -171,6 +171,18 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 	return m
 }
 
+// atLeastOne checks a whole number read from attribute name of b that 0
+// would not make sense for (a count of things that must happen at least
+// once, a cap on what always reaches the model): below 1 it is an error,
+// and def stands in.
+func (c *compiler) atLeastOne(b *lang.Block, name string, v, def int) int {
+	if a := b.Attrs[name]; a != nil && v < 1 {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be at least 1; leave it out for the default, %d.", name, def)
+		return def
+	}
+	return v
+}
+
 // enumList reads a list of strings, each one of allowed.
 func (c *compiler) enumList(b *lang.Block, name string, allowed []string) []string {
 	list := c.strings(b, name)
@@ -255,12 +267,9 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 	if b.Attrs["builtin"] != nil {
 		t.Executor = plan.Executor{Kind: "builtin", Builtin: builtin.Name}
 	}
-	if a := b.Attrs["max_output_bytes"]; a != nil && t.MaxOutputBytes < 1 {
-		// Not "unlimited", as 0 is for a budget: a tool's output goes to
-		// the model whole, so it is always capped.
-		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "max_output_bytes must be at least 1; leave it out for the default, %d.", d.MaxOutputBytes)
-		t.MaxOutputBytes = d.MaxOutputBytes
-	}
+	// Not "unlimited", as 0 is for a budget: a tool's output goes to the
+	// model whole, so it is always capped.
+	t.MaxOutputBytes = c.atLeastOne(b, "max_output_bytes", t.MaxOutputBytes, d.MaxOutputBytes)
 	if t.Description == "" && b.Attrs["builtin"] == nil {
 		c.require(b, "description")
 	}
@@ -309,9 +318,9 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 	if cb := b.One("circuit_breaker"); cb != nil {
 		d := plan.DefaultCircuitBreaker()
 		t.CircuitBreaker = &plan.CircuitBreaker{
-			FailureThreshold: c.intv(cb, "failure_threshold", d.FailureThreshold),
+			FailureThreshold: c.atLeastOne(cb, "failure_threshold", c.intv(cb, "failure_threshold", d.FailureThreshold), d.FailureThreshold),
 			RecoveryTimeout:  c.duration(cb, "recovery_timeout", d.RecoveryTimeout),
-			HalfOpenMaxCalls: c.intv(cb, "half_open_max_calls", d.HalfOpenMaxCalls),
+			HalfOpenMaxCalls: c.atLeastOne(cb, "half_open_max_calls", c.intv(cb, "half_open_max_calls", d.HalfOpenMaxCalls), d.HalfOpenMaxCalls),
 		}
 	}
 	return t
@@ -600,6 +609,10 @@ func (c *compiler) buildRecovery(b *lang.Block) plan.Recovery {
 				Multiplier:     c.number(s, "multiplier", d.Multiplier),
 				Jitter:         c.fraction(s, "jitter", d.Jitter),
 				On:             on,
+			}
+			if a := s.Attrs["multiplier"]; a != nil && st.Retry.Multiplier == 0 {
+				c.errorf(a.Expr.Range().Ptr(), "Invalid value", "multiplier must be greater than 0; leave it out for the default, %g.", d.Multiplier)
+				st.Retry.Multiplier = d.Multiplier
 			}
 		case "fallback":
 			c.require(s, "tools")
