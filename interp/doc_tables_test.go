@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -163,18 +162,7 @@ func TestLanguageDocTables(t *testing.T) {
 		}
 	}
 
-	ar, err := txtar.ParseFile("testdata/doc_tables.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	configs := map[string][]byte{}
-	for _, f := range ar.Files {
-		writeFile(t, filepath.Join(dir, f.Name), f.Data)
-		if typ, ok := strings.CutSuffix(f.Name, ".hcl"); ok {
-			configs[typ] = f.Data
-		}
-	}
+	dir, configs := docTablesConfigs(t)
 	for typ := range schemas {
 		if configs[typ] == nil && !schemas[typ].Open {
 			t.Errorf("testdata/doc_tables.txtar has no %s.hcl", typ)
@@ -254,6 +242,25 @@ func TestLanguageDocTables(t *testing.T) {
 			checkDefault(t, r, obj, got, present, without.top.Labels())
 		})
 	}
+}
+
+// docTablesConfigs writes testdata/doc_tables.txtar into a directory and
+// returns it, with each TYPE.hcl's text by TYPE.
+func docTablesConfigs(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
+	ar, err := txtar.ParseFile("testdata/doc_tables.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	configs := map[string][]byte{}
+	for _, f := range ar.Files {
+		writeFile(t, filepath.Join(dir, f.Name), f.Data)
+		if typ, ok := strings.CutSuffix(f.Name, ".hcl"); ok {
+			configs[typ] = f.Data
+		}
+	}
+	return dir, configs
 }
 
 // located is one block at a path of a configuration: the top-level block
@@ -569,10 +576,10 @@ func TestLanguageDocProfiles(t *testing.T) {
 		}
 		for j := i + 2; j < len(lines) && strings.HasPrefix(lines[j], "|"); j++ {
 			c := cells(lines[j])
-			name, mode := codeSpanRE.FindStringSubmatch(c[0]), codeSpanRE.FindStringSubmatch(c[1])
-			if len(c) != 3 || name == nil || mode == nil {
+			if len(c) != 3 || !codeSpanRE.MatchString(c[0]) || !codeSpanRE.MatchString(c[1]) {
 				t.Fatalf("docs/language.md:%d: want | `profile` | `mode` | `attr = value`, … |", j+1)
 			}
+			name, mode := codeSpanRE.FindStringSubmatch(c[0]), codeSpanRE.FindStringSubmatch(c[1])
 			r := row{profile: name[1], mode: mode[1], set: map[string]string{}, line: j + 1}
 			for _, m := range codeSpanRE.FindAllStringSubmatch(c[2], -1) {
 				k, v, ok := strings.Cut(m[1], " = ")
@@ -588,25 +595,13 @@ func TestLanguageDocProfiles(t *testing.T) {
 	for _, r := range rows {
 		names = append(names, r.profile)
 	}
-	sort.Strings(names)
-	want := append([]string(nil), profiles...)
-	sort.Strings(want)
-	if !reflect.DeepEqual(names, want) {
+	slices.Sort(names)
+	if want := slices.Sorted(slices.Values(profiles)); !slices.Equal(names, want) {
 		t.Fatalf("docs/language.md's profiles are %q; the compiler's are %q", names, want)
 	}
 
-	ar, err := txtar.ParseFile("testdata/doc_tables.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	var src []byte
-	for _, f := range ar.Files {
-		writeFile(t, filepath.Join(dir, f.Name), f.Data)
-		if f.Name == "agent.hcl" {
-			src = f.Data
-		}
-	}
+	dir, configs := docTablesConfigs(t)
+	src := configs["agent"]
 	for _, r := range rows {
 		t.Run(r.profile, func(t *testing.T) {
 			loops := blocksAt(t, src, []string{"agent", "loop"})
