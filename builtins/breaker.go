@@ -32,11 +32,14 @@ type breaker struct {
 }
 
 func newBreaker(cfg plan.CircuitBreaker, now func() time.Time) *breaker {
+	// A plan made without the compiler, which fills the defaults and
+	// refuses values below 1.
+	d := plan.DefaultCircuitBreaker()
 	if cfg.FailureThreshold <= 0 {
-		cfg.FailureThreshold = 1
+		cfg.FailureThreshold = d.FailureThreshold
 	}
 	if cfg.HalfOpenMaxCalls <= 0 {
-		cfg.HalfOpenMaxCalls = 1
+		cfg.HalfOpenMaxCalls = d.HalfOpenMaxCalls
 	}
 	return &breaker{cfg: cfg, now: now, state: Closed}
 }

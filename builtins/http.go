@@ -28,7 +28,7 @@ func queryMethod(method string) bool {
 
 func httpMethod(h plan.HTTPExec) string {
 	if h.Method == "" {
-		return http.MethodPost
+		return plan.DefaultHTTPMethod
 	}
 	return strings.ToUpper(h.Method)
 }

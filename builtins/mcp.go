@@ -17,10 +17,6 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 )
 
-// defaultMCPTimeout bounds connecting to a server and listing its tools
-// when the mcp_server block sets no timeout.
-const defaultMCPTimeout = 30 * time.Second
-
 // mcpSession is one connected MCP server.
 type mcpSession struct {
 	address string // "mcp_server.fs"
@@ -66,7 +62,7 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 	sess.life, sess.end = context.WithCancel(context.Background())
 	timeout := s.Timeout.Std()
 	if timeout <= 0 {
-		timeout = defaultMCPTimeout
+		timeout = plan.DefaultMCPServerTimeout.Std() // a plan made without the compiler
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -287,7 +283,7 @@ func (s *mcpSession) entries() ([]*entry, error) {
 			schema:    schema,
 			run:       s.callRun(t.Name),
 			timeout:   s.srv.Timeout.Std(),
-			maxOutput: DefaultMaxOutputBytes,
+			maxOutput: mcpMaxOutputBytes,
 			keyed:     true,
 		})
 	}

@@ -39,12 +39,6 @@ const (
 	StrategyDeadLetter   = "dead_letter"
 )
 
-// defaultRetryOn are the kinds retried when a retry block lists none: the
-// ones a second try can fix.
-func defaultRetryOn() []string {
-	return []string{string(Timeout), string(Transport), string(RateLimited)}
-}
-
 // Recover runs a failed call's recovery chain, strategies in the order
 // written, each starting from the latest failure:
 //
@@ -159,7 +153,7 @@ func unwrapFailure(err error) error {
 func (tb *Toolbox) retry(ctx context.Context, call policy.Approved, failure error, s plan.RetryStrategy, event func(string, int, error)) (Result, error, bool) {
 	on := s.On
 	if len(on) == 0 {
-		on = defaultRetryOn()
+		on = plan.DefaultRetryStrategy().On
 	}
 	// max_attempts counts attempts in all, the failed first one included,
 	// as a model's transport retry does.
@@ -195,7 +189,11 @@ func (tb *Toolbox) backoff(s plan.RetryStrategy, attempt int) time.Duration {
 	if tb.opts.Jitter != nil {
 		r = tb.opts.Jitter
 	}
-	p := backoff.Policy{Initial: s.InitialBackoff.Std(), Max: s.MaxBackoff.Std(), Multiplier: s.Multiplier, Jitter: s.Jitter}
+	mult := s.Multiplier
+	if mult <= 0 { // a plan made without the compiler, which refuses it
+		mult = plan.DefaultRetryStrategy().Multiplier
+	}
+	p := backoff.Policy{Initial: s.InitialBackoff.Std(), Max: s.MaxBackoff.Std(), Multiplier: mult, Jitter: s.Jitter}
 	return p.Wait(attempt, r)
 }
 
@@ -279,14 +277,11 @@ type deadLetterLine struct {
 	Error     string          `json:"error"`
 }
 
-// DeadLetterFile is the default dead-letter file name inside state_dir.
-const DeadLetterFile = "dead_letter.jsonl"
-
 func (tb *Toolbox) deadLetter(name string, args json.RawMessage, failure error, s plan.DeadLetterStrategy) error {
 	dir := tb.opts.StateDir
 	p := s.Path
 	if p == "" {
-		p = DeadLetterFile
+		p = plan.DefaultDeadLetterPath
 	}
 	p = filepath.Join(dir, filepath.FromSlash(p))
 	if len(args) == 0 || !json.Valid(args) {

@@ -322,7 +322,7 @@ func TestDeadLetter(t *testing.T) {
 	if !errors.Is(err, ErrDeadLettered) || !strings.Contains(fl.Error(), "HTTP 404") {
 		t.Errorf("error %v", err)
 	}
-	lines := readDeadLetters(t, filepath.Join(f.state, DeadLetterFile))
+	lines := readDeadLetters(t, filepath.Join(f.state, plan.DefaultDeadLetterPath))
 	want := []deadLetterLine{{Time: f.clock.Now(), Tool: "primary", Arguments: json.RawMessage(`{"a":"x","z":1}`), Kind: Error, Error: "primary: error: HTTP 404: failing on purpose"}}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("dead letters (-want +got):\n%s", diff)
@@ -337,7 +337,7 @@ func TestDeadLetterKeepsHTMLCharacters(t *testing.T) {
 	if _, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(deadLetterStep()), f.hooks); !errors.Is(err, ErrDeadLettered) {
 		t.Fatalf("Recover err = %v, want ErrDeadLettered", err)
 	}
-	path := filepath.Join(f.state, DeadLetterFile)
+	path := filepath.Join(f.state, plan.DefaultDeadLetterPath)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +364,7 @@ func TestDeadLetterIsRedacted(t *testing.T) {
 	if _, err := f.tb.Recover(context.Background(), call, f.fail(t, call), chain(deadLetterStep()), f.hooks); !errors.Is(err, ErrDeadLettered) {
 		t.Fatalf("Recover err = %v, want ErrDeadLettered", err)
 	}
-	data, err := os.ReadFile(filepath.Join(f.state, DeadLetterFile))
+	data, err := os.ReadFile(filepath.Join(f.state, plan.DefaultDeadLetterPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestFullChainInOrder(t *testing.T) {
 	if diff := cmp.Diff(want, f.ev.list()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if n := len(readDeadLetters(t, filepath.Join(f.state, DeadLetterFile))); n != 1 {
+	if n := len(readDeadLetters(t, filepath.Join(f.state, plan.DefaultDeadLetterPath))); n != 1 {
 		t.Errorf("%d dead letters", n)
 	}
 }

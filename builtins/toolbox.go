@@ -120,8 +120,11 @@ type Outcome struct {
 	Err    error
 }
 
-// DefaultMaxOutputBytes caps a tool's output when the plan sets no limit.
-const DefaultMaxOutputBytes = 1 << 20
+// mcpMaxOutputBytes caps the results of an MCP server's tools, which have
+// no tool block to set max_output_bytes (docs/tools.md#mcp). A tool block
+// that wraps a server tool has its own max_output_bytes, plan's default
+// when it sets none.
+const mcpMaxOutputBytes = 1 << 20
 
 // runFunc executes one tool. limit is the output cap in bytes.
 type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, truncated bool, err error)
@@ -181,7 +184,7 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		opts.HTTPClient = &http.Client{}
 	}
 	if opts.StateDir == "" {
-		opts.StateDir = filepath.Join(opts.BaseDir, ".symbi")
+		opts.StateDir = filepath.Join(opts.BaseDir, plan.DefaultStateDir)
 	}
 	protected := append([]Protected{{Path: opts.StateDir, What: "the state directory"}}, opts.Protected...)
 	tb := &Toolbox{
@@ -279,7 +282,8 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		maxOutput: t.MaxOutputBytes,
 	}
 	if e.maxOutput <= 0 {
-		e.maxOutput = DefaultMaxOutputBytes
+		// A plan made without the compiler, which fills the default.
+		e.maxOutput = plan.DefaultMaxOutputBytes
 	}
 	switch t.Executor.Kind {
 	case "builtin":

@@ -230,7 +230,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 func DefaultStateDir(p *plan.Plan, baseDir string) string {
 	sd := p.Settings.StateDir
 	if sd == "" {
-		sd = ".symbi"
+		sd = plan.DefaultStateDir
 	}
 	if !filepath.IsAbs(sd) {
 		sd = filepath.Join(baseDir, sd)

@@ -7,23 +7,10 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 )
 
-// ProfileMode returns the loop mode a task profile selects, as Wuwe's
-// select_policy does (and as the compiler's profile defaults do: complex
-// analysis is a react loop with a larger output allowance), and whether the
-// profile is known.
-func ProfileMode(profile string) (string, bool) {
-	switch profile {
-	case "simple_answer":
-		return "simple", true
-	case "tool_required", "complex_analysis":
-		return "react", true
-	case "high_confidence_answer":
-		return "reflect_and_retry", true
-	case "plan_required":
-		return "plan_execute", true
-	}
-	return "", false
-}
+// ProfileMode returns the loop mode a task profile selects, and whether the
+// profile is known: plan.ProfileMode, the table the compiler's profile
+// defaults come from.
+func ProfileMode(profile string) (string, bool) { return plan.ProfileMode(profile) }
 
 // autoKeywords are the whole words (after lowercasing) that select a
 // profile under profile = "auto", checked in this order: planning words

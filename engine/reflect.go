@@ -35,7 +35,7 @@ const (
 // included; each revise or retry is also one of the budget's
 // max_reflection_attempts.
 func (r *run) reflectAndRetry(ctx context.Context) error {
-	cfg := reflection.Defaults()
+	cfg := plan.DefaultReflect() // a plan made without the compiler, which requires a reflect block
 	if r.agent.Reflect != nil {
 		cfg = *r.agent.Reflect
 	}

@@ -43,42 +43,6 @@ var (
 	onLimits    = []string{"skip", "abort", "escalate"}
 )
 
-// profileLoop returns the loop defaults a profile selects, as the Wuwe
-// policy selection does: one built-in setting per kind of task. Fields the
-// author writes override them.
-func profileLoop(profile string, hasTools bool) plan.Loop {
-	l := plan.Loop{
-		Mode:               "simple",
-		Profile:            profile,
-		ToolTimeout:        30 * sec,
-		MaxConcurrentTools: 5,
-		MaxOutputTokens:    4096,
-		ToolChoice:         "auto",
-		OnNoPolicy:         "deny",
-		MaxDelegationDepth: 3,
-	}
-	if hasTools {
-		l.Mode = "react"
-	}
-	switch profile {
-	case "simple_answer":
-		l.Mode, l.MaxOutputTokens, l.ToolChoice = "simple", 1024, "none"
-	case "tool_required":
-		l.Mode = "react"
-	case "complex_analysis":
-		l.Mode, l.MaxOutputTokens = "react", 8192
-	case "plan_required":
-		l.Mode = "plan_execute"
-	case "high_confidence_answer":
-		l.Mode = "reflect_and_retry"
-	case "auto":
-		// The engine picks per input; react is the starting point because
-		// it degrades to a plain answer when no tool is wanted.
-		l.Mode = "react"
-	}
-	return l
-}
-
 func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
 	c.require(b, "model")
 	a := plan.Agent{
@@ -96,9 +60,11 @@ func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
 	lb := b.One("loop")
 	profile := c.enum(lb, "profile", "", profiles...)
 	allowTerminate := c.boolean(lb, "allow_terminate", false)
-	// The terminate tool is a tool: an agent offered only it still runs
-	// the react loop by default, where tools are offered.
-	def := profileLoop(profile, len(a.Tools) > 0 || len(a.Delegates) > 0 || allowTerminate)
+	// The loop defaults a profile selects, as the Wuwe policy selection
+	// does: one built-in setting per kind of task; fields the author writes
+	// override them. The terminate tool is a tool: an agent offered only it
+	// still runs the react loop by default, where tools are offered.
+	def := plan.DefaultLoop(profile, len(a.Tools) > 0 || len(a.Delegates) > 0 || allowTerminate)
 	a.Loop = plan.Loop{
 		Mode:               c.enum(lb, "mode", def.Mode, modes...),
 		Profile:            profile,
@@ -122,26 +88,27 @@ func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
 		c.errorf(lb.Attrs["max_concurrent_tools"].Expr.Range().Ptr(), "Invalid value", "max_concurrent_tools must be at least 1.")
 	}
 
-	cb := b.One("context")
+	cb, dc := b.One("context"), plan.DefaultContextSettings()
 	a.Context = plan.ContextSettings{
-		Strategy:    c.enum(cb, "strategy", "sliding_window", ctxStrategy...),
-		TokenBudget: c.intv(cb, "token_budget", 32000),
-		Recent:      c.intv(cb, "recent", 6),
+		Strategy:    c.enum(cb, "strategy", dc.Strategy, ctxStrategy...),
+		TokenBudget: c.intv(cb, "token_budget", dc.TokenBudget),
+		Recent:      c.intv(cb, "recent", dc.Recent),
 	}
 
 	if rb := b.One("reflect"); rb != nil {
+		d := plan.DefaultReflect()
 		r := &plan.Reflect{
 			Evaluator:   c.ref(rb, "evaluator", "agent"),
-			MaxAttempts: c.intv(rb, "max_attempts", 2),
-			PassScore:   c.fraction(rb, "pass_score", 0.75),
-			ReviseScore: c.fraction(rb, "revise_score", 0.55),
-			RetryScore:  c.fraction(rb, "retry_score", 0.35),
+			MaxAttempts: c.intv(rb, "max_attempts", d.MaxAttempts),
+			PassScore:   c.fraction(rb, "pass_score", d.PassScore),
+			ReviseScore: c.fraction(rb, "revise_score", d.ReviseScore),
+			RetryScore:  c.fraction(rb, "retry_score", d.RetryScore),
 		}
 		if rub := rb.One("rubric"); rub != nil {
 			for _, cr := range rub.Nested("criterion") {
 				r.Rubric = append(r.Rubric, plan.Criterion{
 					Name:        cr.Name,
-					Weight:      c.number(cr, "weight", 1),
+					Weight:      c.number(cr, "weight", plan.DefaultCriterionWeight),
 					Description: c.str(cr, "description", ""),
 				})
 			}
@@ -161,39 +128,41 @@ func (c *compiler) buildAgent(b *lang.Block) plan.Agent {
 		c.errorf(b.DefRange.Ptr(), "Missing reflect block", "Mode reflect_and_retry (here from %s) needs a reflect block with an evaluator or a rubric.", modeOrigin(lb))
 	}
 
-	pb := b.One("plan")
+	pb, dp := b.One("plan"), plan.DefaultPlanSettings()
 	a.Plan = plan.PlanSettings{
-		MaxSteps:                 c.intv(pb, "max_steps", 8),
-		MaxParallelSteps:         c.intv(pb, "max_parallel_steps", 2),
-		StepTimeout:              c.duration(pb, "step_timeout", 60*sec),
-		AllowReplanning:          c.boolean(pb, "allow_replanning", true),
-		ContinueAfterStepFailure: c.boolean(pb, "continue_after_step_failure", false),
+		MaxSteps:                 c.intv(pb, "max_steps", dp.MaxSteps),
+		MaxParallelSteps:         c.intv(pb, "max_parallel_steps", dp.MaxParallelSteps),
+		StepTimeout:              c.duration(pb, "step_timeout", dp.StepTimeout),
+		AllowReplanning:          c.boolean(pb, "allow_replanning", dp.AllowReplanning),
+		ContinueAfterStepFailure: c.boolean(pb, "continue_after_step_failure", dp.ContinueAfterStepFailure),
 	}
 
 	if kb := b.One("knowledge"); kb != nil {
 		c.require(kb, "store")
+		d := plan.DefaultAgentKnowledge()
 		a.Knowledge = &plan.AgentKnowledge{
 			Store:              c.ref(kb, "store", "knowledge"),
-			MaxContextItems:    c.intv(kb, "max_context_items", 5),
-			RelevanceThreshold: c.fraction(kb, "relevance_threshold", 0.3),
-			AutoPersist:        c.boolean(kb, "auto_persist", false),
+			MaxContextItems:    c.intv(kb, "max_context_items", d.MaxContextItems),
+			RelevanceThreshold: c.fraction(kb, "relevance_threshold", d.RelevanceThreshold),
+			AutoPersist:        c.boolean(kb, "auto_persist", d.AutoPersist),
 		}
 	}
 
-	gb := b.One("progress")
+	gb, dg := b.One("progress"), plan.DefaultProgress()
 	a.Progress = plan.Progress{
-		MaxReattemptsPerStep: c.intv(gb, "max_reattempts_per_step", 2),
-		SimilarityThreshold:  c.fraction(gb, "similarity_threshold", 0.85),
-		OnLimit:              c.enum(gb, "on_limit", "abort", onLimits...),
+		MaxReattemptsPerStep: c.intv(gb, "max_reattempts_per_step", dg.MaxReattemptsPerStep),
+		SimilarityThreshold:  c.fraction(gb, "similarity_threshold", dg.SimilarityThreshold),
+		OnLimit:              c.enum(gb, "on_limit", dg.OnLimit, onLimits...),
 	}
 
 	if hb := b.One("pre_hydrate"); hb != nil {
+		d := plan.DefaultPreHydrate()
 		a.PreHydrate = &plan.PreHydrate{
 			Resolvers:        c.refMap(hb, "resolvers", "tool"),
 			Patterns:         c.stringMap(hb, "patterns"),
-			MaxReferences:    c.intv(hb, "max_references", 10),
-			MaxContextTokens: c.intv(hb, "max_context_tokens", 4000),
-			Timeout:          c.duration(hb, "timeout", 15*sec),
+			MaxReferences:    c.intv(hb, "max_references", d.MaxReferences),
+			MaxContextTokens: c.intv(hb, "max_context_tokens", d.MaxContextTokens),
+			Timeout:          c.duration(hb, "timeout", d.Timeout),
 		}
 		for name, re := range a.PreHydrate.Patterns {
 			if _, err := compileRegexp(re); err != nil {

@@ -21,14 +21,15 @@ var (
 
 func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 	c.require(b, "agent")
+	d := plan.DefaultBestOfN()
 	n := plan.BestOfN{
 		Address:      b.Address(),
 		Agent:        c.ref(b, "agent", "agent"),
-		Candidates:   c.intv(b, "candidates", 3),
-		Timeout:      c.duration(b, "timeout", 300*sec),
-		MinimumScore: c.fraction(b, "minimum_score", 0),
-		TieTolerance: c.number(b, "tie_tolerance", 1e-9),
-		SideEffects:  c.enum(b, "side_effects", "isolate", sideEffects...),
+		Candidates:   c.intv(b, "candidates", d.Candidates),
+		Timeout:      c.duration(b, "timeout", d.Timeout),
+		MinimumScore: c.fraction(b, "minimum_score", d.MinimumScore),
+		TieTolerance: c.number(b, "tie_tolerance", d.TieTolerance),
+		SideEffects:  c.enum(b, "side_effects", d.SideEffects, sideEffects...),
 		Budget:       c.ref(b, "budget", "budget"),
 		Range:        c.prange(b.DefRange),
 	}
@@ -50,13 +51,13 @@ func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 			n.Vary[a.Name] = *c.deferred(a.Expr, "vary."+a.Name, varyVars...)
 		}
 	}
-	eb := b.One("estimate")
+	eb, de := b.One("estimate"), d.Estimate
 	n.Estimate = plan.Estimate{
-		ModelCallsPerCandidate:        c.integer(eb, "model_calls_per_candidate", 1),
-		TotalTokensPerCandidate:       c.integer(eb, "total_tokens_per_candidate", 0),
-		CostUSDPerCandidate:           c.number(eb, "cost_usd_per_candidate", 0),
-		ScorerModelCallsPerCandidate:  c.integer(eb, "scorer_model_calls_per_candidate", 0),
-		ScorerTotalTokensPerCandidate: c.integer(eb, "scorer_total_tokens_per_candidate", 0),
+		ModelCallsPerCandidate:        c.integer(eb, "model_calls_per_candidate", de.ModelCallsPerCandidate),
+		TotalTokensPerCandidate:       c.integer(eb, "total_tokens_per_candidate", de.TotalTokensPerCandidate),
+		CostUSDPerCandidate:           c.number(eb, "cost_usd_per_candidate", de.CostUSDPerCandidate),
+		ScorerModelCallsPerCandidate:  c.integer(eb, "scorer_model_calls_per_candidate", de.ScorerModelCallsPerCandidate),
+		ScorerTotalTokensPerCandidate: c.integer(eb, "scorer_total_tokens_per_candidate", de.ScorerTotalTokensPerCandidate),
 	}
 	sb := b.One("scorer")
 	if sb == nil {
@@ -83,7 +84,7 @@ func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 		}
 	}
 	selb := b.One("selector")
-	n.Selector = plan.Selector{Kind: c.enum(selb, "kind", "highest_score", "highest_score", "majority_vote")}
+	n.Selector = plan.Selector{Kind: c.enum(selb, "kind", d.Selector.Kind, "highest_score", "majority_vote")}
 	if selb != nil && selb.Attrs["key"] != nil {
 		if n.Selector.Kind != "majority_vote" {
 			c.errorf(selb.Attrs["key"].NameRange.Ptr(), "Key without majority vote", "key groups candidates for kind = \"majority_vote\"; highest_score does not use it.")
@@ -92,7 +93,7 @@ func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 		}
 	} else if n.Selector.Kind == "majority_vote" {
 		// The default key: answers that differ only in surrounding space agree.
-		n.Selector.Key = &plan.Expr{Source: "trimspace(candidate.content)", Range: c.prange(selb.DefRange)}
+		n.Selector.Key = &plan.Expr{Source: plan.DefaultVoteKey, Range: c.prange(selb.DefRange)}
 	}
 	return n
 }

@@ -19,13 +19,10 @@ import (
 	"github.com/symbi-dev/symbi/policy"
 )
 
-const sec = plan.Duration(1e9)
-
 func (c *compiler) buildSettings() {
 	s := &c.p.Settings
-	s.StateDir = ".symbi"
-	s.JournalSync = "background"
-	s.Workspace = "."
+	d := plan.DefaultSettings()
+	*s = d
 	for i, b := range c.mod.Settings {
 		if i > 0 {
 			c.errorf(b.DefRange.Ptr(), "Duplicate symbi block", "Only one symbi block is allowed; the first is at %s.", c.mod.Settings[0].DefRange)
@@ -40,9 +37,9 @@ func (c *compiler) buildSettings() {
 				c.errorf(rng, "Unsupported symbi version", "This configuration requires symbi %s, but this is symbi %s.", s.RequiredVersion, c.opts.SymbiVersion)
 			}
 		}
-		s.StateDir = c.relDir(b, "state_dir", ".symbi")
-		s.JournalSync = c.enum(b, "journal_sync", "background", "background", "always")
-		s.Workspace = c.relDir(b, "workspace", ".")
+		s.StateDir = c.relDir(b, "state_dir", d.StateDir)
+		s.JournalSync = c.enum(b, "journal_sync", d.JournalSync, "background", "always")
+		s.Workspace = c.relDir(b, "workspace", d.Workspace)
 	}
 }
 
@@ -110,34 +107,36 @@ var (
 
 func (c *compiler) buildModel(b *lang.Block) plan.Model {
 	c.require(b, "provider")
+	provider := c.enum(b, "provider", "", providers...)
+	d := plan.DefaultModel(provider)
 	m := plan.Model{
 		Address:       b.Address(),
-		Provider:      c.enum(b, "provider", "", providers...),
+		Provider:      provider,
 		Name:          c.str(b, "name", ""),
 		BaseURL:       c.pstring(b, "base_url"),
 		APIKeyEnv:     c.str(b, "api_key_env", ""),
 		Capabilities:  c.enumList(b, "capabilities", capabilities),
-		ContextWindow: c.intv(b, "context_window", 128000),
-		Quality:       c.fraction(b, "quality", 0.5),
-		Latency:       c.fraction(b, "latency", 0.5),
+		ContextWindow: c.intv(b, "context_window", d.ContextWindow),
+		Quality:       c.fraction(b, "quality", d.Quality),
+		Latency:       c.fraction(b, "latency", d.Latency),
 		Range:         c.prange(b.DefRange),
 	}
-	m.MaxResponseBytes = c.integer(b, "max_response_bytes", plan.DefaultMaxResponseBytes)
+	m.MaxResponseBytes = c.integer(b, "max_response_bytes", d.MaxResponseBytes)
 	if a := b.Attrs["max_response_bytes"]; a != nil && (m.MaxResponseBytes < plan.MinMaxResponseBytes || m.MaxResponseBytes > plan.MaxMaxResponseBytes) {
 		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "max_response_bytes must be between %d (1 KiB) and %d (16 MiB), not %d.", plan.MinMaxResponseBytes, plan.MaxMaxResponseBytes, m.MaxResponseBytes)
-		m.MaxResponseBytes = plan.DefaultMaxResponseBytes
+		m.MaxResponseBytes = d.MaxResponseBytes
 	}
 	switch m.Provider {
 	case "openai":
 		c.require(b, "name")
 		if m.BaseURL.IsZero() {
-			m.BaseURL = plan.Lit("https://api.openai.com/v1")
+			m.BaseURL = d.BaseURL
 		}
 		if m.APIKeyEnv == "" {
-			m.APIKeyEnv = "OPENAI_API_KEY"
+			m.APIKeyEnv = d.APIKeyEnv
 		}
 		if m.Capabilities == nil {
-			m.Capabilities = []string{"json", "streaming", "tools"}
+			m.Capabilities = d.Capabilities
 		}
 		if a := b.Attrs["script"]; a != nil {
 			c.errorf(a.NameRange.Ptr(), "Unexpected argument", "script belongs to a scripted model; this model's provider is openai.")
@@ -160,7 +159,7 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 	case "scripted":
 		c.require(b, "script")
 		if m.Capabilities == nil {
-			m.Capabilities = []string{"json", "streaming", "tools"}
+			m.Capabilities = d.Capabilities
 		}
 		if ref := c.readFileAttr(b, "script"); ref != nil {
 			m.Script = ref
@@ -186,19 +185,19 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 			anthropicCachePrices(m.Pricing, m.PromptCache)
 		}
 	}
-	t := b.One("timeouts")
+	t, dt := b.One("timeouts"), d.Timeouts
 	m.Timeouts = plan.ModelTimeouts{
-		Total:      c.duration(t, "total", 120*sec),
-		Connect:    c.duration(t, "connect", 10*sec),
-		FirstEvent: c.duration(t, "first_event", 30*sec),
-		Idle:       c.duration(t, "idle", 30*sec),
+		Total:      c.duration(t, "total", dt.Total),
+		Connect:    c.duration(t, "connect", dt.Connect),
+		FirstEvent: c.duration(t, "first_event", dt.FirstEvent),
+		Idle:       c.duration(t, "idle", dt.Idle),
 	}
-	r := b.One("retry")
+	r, dr := b.One("retry"), d.Retry
 	m.Retry = plan.TransportRetry{
-		MaxAttempts: c.intv(r, "max_attempts", 3),
-		Backoff:     c.duration(r, "backoff", sec/2),
-		MaxBackoff:  c.duration(r, "max_backoff", 30*sec),
-		Jitter:      c.fraction(r, "jitter", 0.2),
+		MaxAttempts: c.intv(r, "max_attempts", dr.MaxAttempts),
+		Backoff:     c.duration(r, "backoff", dr.Backoff),
+		MaxBackoff:  c.duration(r, "max_backoff", dr.MaxBackoff),
+		Jitter:      c.fraction(r, "jitter", dr.Jitter),
 	}
 	return m
 }
@@ -260,6 +259,18 @@ func (c *compiler) optNumber(b *lang.Block, name string) *float64 {
 	return &v
 }
 
+// atLeastOne checks a whole number read from attribute name of b that 0
+// would not make sense for (a count of things that must happen at least
+// once, a cap on what always reaches the model): below 1 it is an error,
+// and def stands in.
+func (c *compiler) atLeastOne(b *lang.Block, name string, v, def int) int {
+	if a := b.Attrs[name]; a != nil && v < 1 {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be at least 1; leave it out for the default, %d.", name, def)
+		return def
+	}
+	return v
+}
+
 // enumList reads a list of strings, each one of allowed.
 func (c *compiler) enumList(b *lang.Block, name string, allowed []string) []string {
 	list := c.strings(b, name)
@@ -292,7 +303,7 @@ func (c *compiler) buildRouter(b *lang.Block) plan.Router {
 	c.require(b, "models")
 	r := plan.Router{
 		Address:        b.Address(),
-		Strategy:       c.enum(b, "strategy", "balanced", strategies...),
+		Strategy:       c.enum(b, "strategy", plan.DefaultRouterStrategy, strategies...),
 		Models:         c.refs(b, "models", "model"),
 		Prefer:         c.ref(b, "prefer", "model"),
 		Require:        c.enumList(b, "require", capabilities),
@@ -319,7 +330,8 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 	// (builtins.BuiltinInfo); what the block writes wins.
 	var kinds []string
 	var builtin builtins.Info
-	defEffect := "write"
+	d := plan.DefaultTool()
+	defEffect := d.Effect
 	if b.Attrs["builtin"] != nil {
 		kinds = append(kinds, "builtin")
 		name := c.enum(b, "builtin", "", builtins.BuiltinNames()...)
@@ -332,10 +344,10 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 		Address:        b.Address(),
 		Description:    c.str(b, "description", builtin.Description),
 		Idempotent:     c.boolean(b, "idempotent", builtin.Idempotent),
-		Approval:       c.enum(b, "approval", "policy", approvals...),
+		Approval:       c.enum(b, "approval", d.Approval, approvals...),
 		OnResume:       c.enum(b, "on_resume", "", onResumes...), // the default follows the effect (fillOnResume)
-		Timeout:        c.duration(b, "timeout", 30*sec),
-		MaxOutputBytes: c.intv(b, "max_output_bytes", 65536),
+		Timeout:        c.duration(b, "timeout", d.Timeout),
+		MaxOutputBytes: c.intv(b, "max_output_bytes", d.MaxOutputBytes),
 		Tags:           c.strings(b, "tags"),
 		Recovery:       c.ref(b, "recovery", "recovery"),
 		Range:          c.prange(b.DefRange),
@@ -343,6 +355,9 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 	if b.Attrs["builtin"] != nil {
 		t.Executor = plan.Executor{Kind: "builtin", Builtin: builtin.Name}
 	}
+	// Not "unlimited", as 0 is for a budget: a tool's output goes to the
+	// model whole, so it is always capped.
+	t.MaxOutputBytes = c.atLeastOne(b, "max_output_bytes", t.MaxOutputBytes, d.MaxOutputBytes)
 	if t.Description == "" && b.Attrs["builtin"] == nil {
 		c.require(b, "description")
 	}
@@ -366,7 +381,7 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 		c.require(hb, "url")
 		t.Executor = plan.Executor{Kind: "http", HTTP: &plan.HTTPExec{
 			URL:     c.pstring(hb, "url"),
-			Method:  c.enum(hb, "method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE"),
+			Method:  c.enum(hb, "method", plan.DefaultHTTPMethod, "GET", "POST", "PUT", "PATCH", "DELETE"),
 			Headers: c.pstringMap(hb, "headers"),
 		}}
 	}
@@ -389,10 +404,11 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 	t.Effect = c.enum(b, "effect", defEffect, effects...)
 	t.AllowHosts = c.allowHosts(b, t.Executor.Builtin)
 	if cb := b.One("circuit_breaker"); cb != nil {
+		d := plan.DefaultCircuitBreaker()
 		t.CircuitBreaker = &plan.CircuitBreaker{
-			FailureThreshold: c.intv(cb, "failure_threshold", 3),
-			RecoveryTimeout:  c.duration(cb, "recovery_timeout", 60*sec),
-			HalfOpenMaxCalls: c.intv(cb, "half_open_max_calls", 1),
+			FailureThreshold: c.atLeastOne(cb, "failure_threshold", c.intv(cb, "failure_threshold", d.FailureThreshold), d.FailureThreshold),
+			RecoveryTimeout:  c.duration(cb, "recovery_timeout", d.RecoveryTimeout),
+			HalfOpenMaxCalls: c.atLeastOne(cb, "half_open_max_calls", c.intv(cb, "half_open_max_calls", d.HalfOpenMaxCalls), d.HalfOpenMaxCalls),
 		}
 	}
 	return t
@@ -454,7 +470,7 @@ func (c *compiler) buildCommand(b *lang.Block) *plan.CommandExec {
 	c.require(b, "argv")
 	cmd := &plan.CommandExec{
 		Argv: c.pstrings(b, "argv"),
-		Dir:  c.relDir(b, "dir", "."),
+		Dir:  c.relDir(b, "dir", plan.DefaultCommandDir),
 		Env:  c.pstringMap(b, "env"),
 	}
 	if b.Attrs["argv"] != nil && len(cmd.Argv) == 0 && !c.hasUnknown(b, "argv") {
@@ -478,13 +494,14 @@ func (c *compiler) hasUnknown(b *lang.Block, name string) bool {
 }
 
 func (c *compiler) buildMCPServer(b *lang.Block) plan.MCPServer {
+	d := plan.DefaultMCPServer()
 	s := plan.MCPServer{
 		Address: b.Address(),
 		Command: c.pstrings(b, "command"),
 		URL:     c.pstring(b, "url"),
 		Env:     c.pstringMap(b, "env"),
-		Effect:  c.enum(b, "effect", "write", effects...),
-		Timeout: c.duration(b, "timeout", 30*sec),
+		Effect:  c.enum(b, "effect", d.Effect, effects...),
+		Timeout: c.duration(b, "timeout", d.Timeout),
 		Range:   c.prange(b.DefRange),
 	}
 	hasCmd, hasURL := b.Attrs["command"] != nil, b.Attrs["url"] != nil
@@ -539,7 +556,7 @@ func (c *compiler) buildPolicy(b *lang.Block) plan.Policy {
 		p.OPA = &plan.OPAPolicy{
 			Modules: c.readGlobs(o, "modules"),
 			Data:    c.readFileAttr(o, "data"),
-			Query:   c.str(o, "query", "data.symbi.gate.decision"),
+			Query:   c.str(o, "query", plan.DefaultOPAQuery),
 		}
 	}
 	if cb := b.One("cedar"); cb != nil {
@@ -668,29 +685,37 @@ func (c *compiler) buildRecovery(b *lang.Block) plan.Recovery {
 		st := plan.RecoveryStrategy{Kind: s.Type}
 		switch s.Type {
 		case "retry":
+			d := plan.DefaultRetryStrategy()
 			on := c.enumList(s, "on", failureKinds)
 			if on == nil {
-				on = []string{"rate_limited", "timeout", "transport"}
+				on = d.On
 			}
 			st.Retry = &plan.RetryStrategy{
-				MaxAttempts:    c.intv(s, "max_attempts", 3),
-				InitialBackoff: c.duration(s, "initial_backoff", sec/5),
-				MaxBackoff:     c.duration(s, "max_backoff", 5*sec),
-				Multiplier:     c.number(s, "multiplier", 2),
-				Jitter:         c.fraction(s, "jitter", 0.2),
+				MaxAttempts:    c.intv(s, "max_attempts", d.MaxAttempts),
+				InitialBackoff: c.duration(s, "initial_backoff", d.InitialBackoff),
+				MaxBackoff:     c.duration(s, "max_backoff", d.MaxBackoff),
+				Multiplier:     c.number(s, "multiplier", d.Multiplier),
+				Jitter:         c.fraction(s, "jitter", d.Jitter),
 				On:             on,
+			}
+			if a := s.Attrs["multiplier"]; a != nil && st.Retry.Multiplier == 0 {
+				c.errorf(a.Expr.Range().Ptr(), "Invalid value", "multiplier must be greater than 0; leave it out for the default, %g.", d.Multiplier)
+				st.Retry.Multiplier = d.Multiplier
 			}
 		case "fallback":
 			c.require(s, "tools")
 			st.Fallback = &plan.FallbackStrategy{Tools: c.refs(s, "tools", "tool")}
 		case "cached_result":
-			st.CachedResult = &plan.CachedResultStrategy{MaxStaleness: c.duration(s, "max_staleness", 600*sec)}
+			d := plan.DefaultCachedResultStrategy()
+			st.CachedResult = &plan.CachedResultStrategy{MaxStaleness: c.duration(s, "max_staleness", d.MaxStaleness)}
 		case "llm_recovery":
-			st.LLMRecovery = &plan.LLMRecoveryStrategy{MaxAttempts: c.intv(s, "max_attempts", 1)}
+			d := plan.DefaultLLMRecoveryStrategy()
+			st.LLMRecovery = &plan.LLMRecoveryStrategy{MaxAttempts: c.intv(s, "max_attempts", d.MaxAttempts)}
 		case "escalate":
-			st.Escalate = &plan.EscalateStrategy{Queue: c.str(s, "queue", "default"), Timeout: c.duration(s, "timeout", 600*sec)}
+			d := plan.DefaultEscalateStrategy()
+			st.Escalate = &plan.EscalateStrategy{Queue: c.str(s, "queue", d.Queue), Timeout: c.duration(s, "timeout", d.Timeout)}
 		case "dead_letter":
-			st.DeadLetter = &plan.DeadLetterStrategy{Path: c.relDir(s, "path", "dead_letter.jsonl")}
+			st.DeadLetter = &plan.DeadLetterStrategy{Path: c.relDir(s, "path", plan.DefaultDeadLetterPath)}
 		}
 		r.Strategies = append(r.Strategies, st)
 	}
@@ -700,7 +725,7 @@ func (c *compiler) buildRecovery(b *lang.Block) plan.Recovery {
 func (c *compiler) buildKnowledge(b *lang.Block) plan.Knowledge {
 	return plan.Knowledge{
 		Address:     b.Address(),
-		Path:        c.relDir(b, "path", path.Join(c.p.Settings.StateDir, "knowledge", b.Name+".db")),
+		Path:        c.relDir(b, "path", plan.DefaultKnowledgePath(c.p.Settings.StateDir, b.Name)),
 		Conventions: c.str(b, "conventions", ""),
 		Range:       c.prange(b.DefRange),
 	}

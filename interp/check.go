@@ -50,7 +50,7 @@ func (c *compiler) fillMCPEffects() {
 	for i := range c.p.Tools {
 		t := &c.p.Tools[i]
 		if t.Executor.Kind == "mcp" && t.Effect == "" {
-			t.Effect = "write"
+			t.Effect = plan.DefaultEffect // the server is unknown (reported elsewhere)
 			if s := c.p.MCPServer(t.Executor.MCP.Server); s != nil {
 				t.Effect = s.Effect
 			}

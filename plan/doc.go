@@ -12,6 +12,12 @@
 // The names the engine reserves (DelegateTool, TerminateTool, RespondAction)
 // are here too, since the compiler keeps them free and the engine offers them.
 //
+// The defaults of the language live here too (defaults.go): every value the
+// compiler fills in for an attribute left out is a constant or a Default…
+// function of this package, and the packages that read plans fall back to
+// the same values for a plan made without the compiler instead of writing
+// their own.
+//
 // This package must not evaluate HCL, read the environment or import any other
 // symbi package: it is the contract between the compiler and everything that
 // consumes plans. Its subpackage plan/eval evaluates the deferred expressions

@@ -85,24 +85,6 @@ type Model struct {
 	Range                Range    `json:"range"`
 }
 
-// The bounds of a model's max_response_bytes, and its default. A response
-// is journalled whole in one journal line of at most 64 MiB, twice (as the
-// turn and as the message) and JSON-escaped: at 16 MiB it fits unless most
-// of its text needs escaping.
-const (
-	DefaultMaxResponseBytes = 8 << 20
-	MinMaxResponseBytes     = 1 << 10
-	MaxMaxResponseBytes     = 16 << 20
-)
-
-// Anthropic models: the max_tokens a request carries when it names no
-// output limit (the API requires one), and the least thinking budget the
-// API accepts.
-const (
-	DefaultMaxTokens        = 4096
-	MinThinkingBudgetTokens = 1024
-)
-
 // Pricing is USD per million tokens. Prompt tokens read from or written to
 // the provider's prompt cache are priced apart when their price is set, and
 // as input tokens when it is not.
@@ -276,28 +258,6 @@ type Budget struct {
 	Timeout                      Duration `json:"timeout"`
 	EstimatedOutputTokensPerCall int64    `json:"estimated_output_tokens_per_call"`
 	Range                        Range    `json:"range"`
-}
-
-// DefaultBudget is what an agent without a budget gets.
-func DefaultBudget() Budget {
-	return Budget{
-		MaxIterations:                25,
-		MaxTotalTokens:               100000,
-		Timeout:                      Duration(5 * 60 * 1e9),
-		EstimatedOutputTokensPerCall: 512,
-	}
-}
-
-// DefaultOnResume is a tool's on_resume when its block sets none (and the
-// engine's choice for a tool without a block, such as an MCP server's, or
-// a plan saved before on_resume existed): a call that may have changed
-// the world is reported, never silently repeated; one that only reads is
-// retried.
-func DefaultOnResume(effect string) string {
-	if effect == "none" || effect == "read" {
-		return "retry"
-	}
-	return "report"
 }
 
 // Recovery is a `recovery` block: strategies tried in the order written.

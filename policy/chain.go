@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/symbi-dev/symbi/plan"
 )
 
 // Link is one policy of a chain: its address and its prepared gate.
@@ -28,7 +30,7 @@ type Chain struct {
 // schema; nil accepts any object.
 func NewChain(links []Link, onNoPolicy string, validate func(tool string, args json.RawMessage) error) *Chain {
 	if onNoPolicy == "" {
-		onNoPolicy = "deny"
+		onNoPolicy = plan.DefaultOnNoPolicy
 	}
 	return &Chain{links: links, onNoPolicy: onNoPolicy, validate: validate, always: map[string]bool{}}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/symbi-dev/symbi/interp"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/stdlib"
 )
@@ -309,7 +310,7 @@ func (s *Session) stateDir() string {
 	if s.opts.StateDir != "" {
 		return s.opts.StateDir
 	}
-	sd := ".symbi"
+	sd := plan.DefaultStateDir
 	if s.cfg != nil && s.cfg.Plan.Settings.StateDir != "" {
 		sd = s.cfg.Plan.Settings.StateDir
 	}

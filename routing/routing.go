@@ -137,7 +137,7 @@ var ErrInvalidRouter = errors.New("invalid router")
 func Select(req Requirements, models []Candidate, r Router) (Decision, error) {
 	strategy := r.Strategy
 	if strategy == "" {
-		strategy = Balanced
+		strategy = plan.DefaultRouterStrategy
 	}
 	switch strategy {
 	case Balanced, LowestCost, HighestQuality, LowestLatency:

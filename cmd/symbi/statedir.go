@@ -7,12 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/plan"
 )
 
 // defaultStateDir is where runs, runs show, resume, approve and deny look
 // without --state-dir or --config: the state_dir every configuration gets
 // unless it sets one.
-const defaultStateDir = ".symbi"
+const defaultStateDir = plan.DefaultStateDir
 
 // stateDirFlags choose the state directory of the commands that read one
 // rather than run a configuration: --state-dir names it; --config names the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,12 +18,9 @@ import (
 	"github.com/symbi-dev/symbi/provider"
 )
 
-// DefaultBaseURL is OpenAI's API.
-const DefaultBaseURL = "https://api.openai.com/v1"
-
 // Config configures one model endpoint.
 type Config struct {
-	BaseURL string // default DefaultBaseURL
+	BaseURL string // default plan.DefaultOpenAIBaseURL
 	APIKey  string
 	Model   string // the model's name at the endpoint, e.g. "gpt-4o-mini"
 
@@ -75,7 +73,7 @@ var _ provider.Model = (*Model)(nil)
 // kind MissingAPIKey; other configuration mistakes are InvalidRequest.
 func New(cfg Config) (*Model, error) {
 	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
+		cfg.BaseURL = plan.DefaultOpenAIBaseURL
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	u, err := url.Parse(cfg.BaseURL)
@@ -230,12 +228,14 @@ func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // ConfigFromPlan is the Config for a compiled model block. The base URL and
 // key are passed in because the plan holds neither value: base_url may be a
 // deferred expression and api_key_env only names the variable. A model whose
-// capabilities are listed but leave out "streaming" gets plain requests.
+// capabilities are listed but leave out "streaming" gets plain requests; one
+// without a list has the default capabilities.
 func ConfigFromPlan(m plan.Model, baseURL, apiKey string) Config {
-	streaming := len(m.Capabilities) == 0
-	for _, c := range m.Capabilities {
-		streaming = streaming || c == "streaming"
+	caps := m.Capabilities
+	if len(caps) == 0 {
+		caps = plan.DefaultModel(m.Provider).Capabilities
 	}
+	streaming := slices.Contains(caps, "streaming")
 	return Config{
 		BaseURL:   baseURL,
 		APIKey:    apiKey,

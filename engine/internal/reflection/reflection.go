@@ -162,12 +162,6 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("reflection: no answer reached pass_score in %d attempts (last score %.2f): %s", e.Attempts, e.Score, e.Feedback)
 }
 
-// Defaults is what a reflect_and_retry agent without a reflect block gets
-// (the compiler normally fills it): the SPEC's example thresholds.
-func Defaults() plan.Reflect {
-	return plan.Reflect{MaxAttempts: 2, PassScore: 0.75, ReviseScore: 0.55, RetryScore: 0.35}
-}
-
 // RevisePrompt feeds the critique back for a revision.
 func RevisePrompt(ev Evaluation) string {
 	fb := ev.Feedback
