@@ -127,7 +127,7 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 		m.MaxResponseBytes = d.MaxResponseBytes
 	}
 	switch m.Provider {
-	case "openai":
+	case "openai", "anthropic":
 		c.require(b, "name")
 		if m.BaseURL.IsZero() {
 			m.BaseURL = d.BaseURL
@@ -139,23 +139,11 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 			m.Capabilities = d.Capabilities
 		}
 		if a := b.Attrs["script"]; a != nil {
-			c.errorf(a.NameRange.Ptr(), "Unexpected argument", "script belongs to a scripted model; this model's provider is openai.")
+			c.errorf(a.NameRange.Ptr(), "Unexpected argument", "script belongs to a scripted model; this model's provider is %s.", m.Provider)
 		}
-	case "anthropic":
-		c.require(b, "name")
-		if m.BaseURL.IsZero() {
-			m.BaseURL = plan.Lit("https://api.anthropic.com")
+		if m.Provider == "anthropic" {
+			c.buildAnthropic(b, &m, d)
 		}
-		if m.APIKeyEnv == "" {
-			m.APIKeyEnv = "ANTHROPIC_API_KEY"
-		}
-		if m.Capabilities == nil {
-			m.Capabilities = []string{"json", "streaming", "tools"}
-		}
-		if a := b.Attrs["script"]; a != nil {
-			c.errorf(a.NameRange.Ptr(), "Unexpected argument", "script belongs to a scripted model; this model's provider is anthropic.")
-		}
-		c.buildAnthropic(b, &m)
 	case "scripted":
 		c.require(b, "script")
 		if m.Capabilities == nil {
@@ -204,14 +192,10 @@ func (c *compiler) buildModel(b *lang.Block) plan.Model {
 
 // buildAnthropic reads the attributes only an anthropic model has, with
 // their defaults and ranges.
-func (c *compiler) buildAnthropic(b *lang.Block, m *plan.Model) {
-	m.MaxTokens = c.intv(b, "max_tokens", plan.DefaultMaxTokens)
-	if a := b.Attrs["max_tokens"]; a != nil && m.MaxTokens < 1 {
-		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "max_tokens must be at least 1.")
-		m.MaxTokens = plan.DefaultMaxTokens
-	}
-	m.Thinking = c.enum(b, "thinking", "off", "off", "enabled", "adaptive")
-	m.PromptCache = c.enum(b, "prompt_cache", "none", "none", "5m", "1h")
+func (c *compiler) buildAnthropic(b *lang.Block, m *plan.Model, d plan.Model) {
+	m.MaxTokens = c.atLeastOne(b, "max_tokens", c.intv(b, "max_tokens", d.MaxTokens), d.MaxTokens)
+	m.Thinking = c.enum(b, "thinking", d.Thinking, "off", "enabled", "adaptive")
+	m.PromptCache = c.enum(b, "prompt_cache", d.PromptCache, "none", "5m", "1h")
 	budget := b.Attrs["thinking_budget_tokens"]
 	switch {
 	case m.Thinking == "enabled" && budget == nil:

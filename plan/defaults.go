@@ -34,8 +34,10 @@ func DefaultSettings() Settings {
 // Where an openai model connects, and which environment variable holds its
 // key, when the block does not say.
 const (
-	DefaultOpenAIBaseURL   = "https://api.openai.com/v1"
-	DefaultOpenAIAPIKeyEnv = "OPENAI_API_KEY"
+	DefaultOpenAIBaseURL      = "https://api.openai.com/v1"
+	DefaultOpenAIAPIKeyEnv    = "OPENAI_API_KEY"
+	DefaultAnthropicBaseURL   = "https://api.anthropic.com"
+	DefaultAnthropicAPIKeyEnv = "ANTHROPIC_API_KEY"
 )
 
 // The bounds of a model's max_response_bytes, and its default. A response
@@ -80,9 +82,16 @@ func DefaultModel(provider string) Model {
 			Jitter:      0.2,
 		},
 	}
-	if provider == "openai" {
+	switch provider {
+	case "openai":
 		m.BaseURL = Lit(DefaultOpenAIBaseURL)
 		m.APIKeyEnv = DefaultOpenAIAPIKeyEnv
+	case "anthropic":
+		m.BaseURL = Lit(DefaultAnthropicBaseURL)
+		m.APIKeyEnv = DefaultAnthropicAPIKeyEnv
+		m.MaxTokens = DefaultMaxTokens
+		m.Thinking = "off"
+		m.PromptCache = "none"
 	}
 	return m
 }

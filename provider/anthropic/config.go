@@ -20,7 +20,7 @@ import (
 )
 
 // DefaultBaseURL is Anthropic's API. The SDK adds /v1/messages.
-const DefaultBaseURL = "https://api.anthropic.com"
+const DefaultBaseURL = plan.DefaultAnthropicBaseURL
 
 // DefaultMaxTokens is the max_tokens sent when neither the request nor the
 // model sets one: the API requires the field.
