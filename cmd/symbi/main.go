@@ -50,11 +50,7 @@ one configuration. It defaults to the current directory.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cobra.AddTemplateFunc("flagUsages", flagUsages)
-	usage := root.UsageTemplate()
-	usage = strings.ReplaceAll(usage, "{{.LocalFlags.FlagUsages", "{{flagUsages .LocalFlags")
-	usage = strings.ReplaceAll(usage, "{{.InheritedFlags.FlagUsages", "{{flagUsages .InheritedFlags")
-	root.SetUsageTemplate(usage)
+	root.SetUsageFunc(usage)
 	root.AddCommand(
 		newValidateCmd(),
 		newPlanCmd(),
