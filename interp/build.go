@@ -324,6 +324,14 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 			defEffect = info.Effect
 		}
 	}
+	// A tool named like an action the engine reserves would be mistaken
+	// for it by the model, the journal and a rules pattern ("respond",
+	// "delegate:target=…"). terminate is checked beside allow_terminate
+	// (checkTerminate); the delegate builtin is the delegate tool itself.
+	if (b.Name == plan.RespondAction || b.Name == plan.DelegateTool) && builtin.Name != plan.DelegateTool {
+		c.errorf(b.DefRange.Ptr(), "Reserved tool name",
+			"tool.%s takes the name of the %q action, which the engine reserves: the model, the journal and a policy could not tell the tool from the action. Rename the tool.", b.Name, b.Name)
+	}
 	t := plan.Tool{
 		Address:        b.Address(),
 		Description:    c.str(b, "description", builtin.Description),
