@@ -85,6 +85,9 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parameters: not a valid JSON Schema: %w", err)
 	}
+	if err := refCycle(&s, d); err != nil {
+		return nil, fmt.Errorf("parameters: not a valid JSON Schema: %w", err)
+	}
 	return r, nil
 }
 
@@ -300,39 +303,18 @@ func checkSchema(s *jsonschema.Schema, at string, d draft) error {
 	if d == draft2020 && s.ItemsArray != nil {
 		bad("items is an array; in draft 2020-12 it is one schema, and an array of schemas is prefixItems")
 	}
-	child := func(keyword string, c *jsonschema.Schema) {
+	eachChild(s, func(keyword string, c *jsonschema.Schema) {
 		if err := checkSchema(c, at+"/"+keyword, d); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	for k, c := range map[string]*jsonschema.Schema{"additionalProperties": s.AdditionalProperties,
-		"additionalItems": s.AdditionalItems, "items": s.Items, "contains": s.Contains, "propertyNames": s.PropertyNames,
-		"not": s.Not, "if": s.If, "then": s.Then, "else": s.Else, "unevaluatedItems": s.UnevaluatedItems,
-		"unevaluatedProperties": s.UnevaluatedProperties, "contentSchema": s.ContentSchema} {
-		child(k, c)
-	}
-	for k, list := range map[string][]*jsonschema.Schema{"allOf": s.AllOf, "anyOf": s.AnyOf, "oneOf": s.OneOf,
-		"items": s.ItemsArray, "prefixItems": s.PrefixItems} {
-		for i, c := range list {
-			child(k+"/"+strconv.Itoa(i), c)
-		}
-	}
-	for k, m := range map[string]map[string]*jsonschema.Schema{"properties": s.Properties,
-		"patternProperties": s.PatternProperties, "$defs": s.Defs, "definitions": s.Definitions,
-		"dependentSchemas": s.DependentSchemas, "dependencies": s.DependencySchemas} {
-		for _, name := range sortedKeys(m) {
-			child(k+"/"+escapePointer(name), m[name])
-		}
-	}
+	})
 	if len(errs) == 0 {
 		return nil
 	}
-	// Maps above are visited in any order: sort, so the message is stable.
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
 		msgs[i] = e.Error()
 	}
-	slices.Sort(msgs)
 	return errors.New(strings.Join(msgs, "; "))
 }
 
@@ -381,6 +363,18 @@ func validateArgs(s *jsonschema.Resolved, args json.RawMessage) error {
 	if s == nil {
 		return nil
 	}
+	return validateValue(s, v)
+}
+
+// validateValue runs the library's validation. A panic in it (the library
+// asserts its own invariants) refuses the arguments rather than ending the
+// run.
+func validateValue(s *jsonschema.Resolved, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("arguments could not be checked against the schema: %v", r)
+		}
+	}()
 	if err := s.Validate(v); err != nil {
 		return errors.New("arguments do not match the schema: " + describeViolation(err))
 	}

@@ -25,6 +25,10 @@ func TestCompileSchema(t *testing.T) {
 		`{"$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"p":{"items":[{"type":"string"}],"additionalItems":false}}}`,
 		`{"type":"object","x-vendor":{"anything":true},"properties":{"q":{"type":["string","null"]}}}`,
 		`{"$defs":{"s":{"type":"string"}},"properties":{"q":{"$ref":"#/$defs/s"}}}`,
+		// Recursion that descends into the value ends with it.
+		`{"properties":{"a":{"$ref":"#"}}}`,
+		`{"$defs":{"n":{"type":"object","properties":{"c":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"a":{"$ref":"#/definitions/b","allOf":[{"$ref":"#/definitions/a"}]},"b":{"type":"string"}}}`,
 	}
 	for _, s := range good {
 		if err := CompileSchema(json.RawMessage(s)); err != nil {
@@ -52,6 +56,16 @@ func TestCompileSchema(t *testing.T) {
 		`{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true}`:                                "$recursiveAnchor (2019-09) is not supported",
 		`{"$defs":{"a":{"$id":"https://x.example/a","$schema":"http://json-schema.org/draft-07/schema#"}}}`:                 "inside a schema of another draft",
 		`{"$schema":"http://json-schema.org/draft-04/schema#","not":{"$schema":"http://json-schema.org/draft-07/schema#"}}`: "inside a schema of another draft",
+		// References that lead back to the same value without descending:
+		// validation would recurse until the stack overflows.
+		`{"$ref":"#"}`:             "at the root applies itself to the same value",
+		`{"allOf":[{"$ref":"#"}]}`: "applies itself to the same value",
+		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"anyOf":[{"$ref":"#/$defs/a"}]}},"properties":{"x":{"$ref":"#/$defs/a"}}}`:  "applies itself to the same value",
+		`{"$defs":{"a":{"$anchor":"x","not":{"$ref":"#x"}}}}`:                                                                "at /$defs/a applies itself",
+		`{"$id":"https://x.example/root","$defs":{"a":{"$id":"a.json","if":{"$ref":"https://x.example/a.json"}}}}`:           "applies itself to the same value",
+		`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"a":{"$id":"#foo","allOf":[{"$ref":"#foo"}]}}}`: "applies itself to the same value",
+		`{"$dynamicAnchor":"m","oneOf":[{"$dynamicRef":"#m"}]}`:                                                              "applies itself to the same value",
+		`{"$schema":"https://json-schema.org/draft/2019-09/schema","dependentSchemas":{"a":{"$ref":"#"}}}`:                   "applies itself to the same value",
 	}
 	for s, msg := range bad {
 		err := CompileSchema(json.RawMessage(s))
@@ -326,5 +340,21 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 		if (err != nil) != (path != "") || (err != nil && !strings.Contains(err.Error(), path)) {
 			t.Errorf("validateArgs(%s) = %v", args, err)
 		}
+	}
+}
+
+// A schema that refers to itself for a member is checked as deep as the
+// value goes, and the message names the place.
+func TestRecursiveSchema(t *testing.T) {
+	s, err := compileSchema(json.RawMessage(`{"$defs":{"n":{"type":"object","properties":{"c":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validateArgs(s, json.RawMessage(`{"c":{"c":{"c":{}}}}`)); err != nil {
+		t.Error(err)
+	}
+	err = validateArgs(s, json.RawMessage(`{"c":{"c":{"c":1}}}`))
+	if err == nil || !strings.Contains(err.Error(), `at '/c/c/c': type: 1 has type "integer", want "object"`) {
+		t.Errorf("got %v", err)
 	}
 }
