@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -131,7 +131,7 @@ type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content
 
 type entry struct {
 	info      Info
-	schema    *jsonschema.Schema
+	schema    *jsonschema.Resolved
 	run       runFunc
 	paths     pathArgs // a builtin's path arguments, for Canonical
 	timeout   time.Duration

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
@@ -347,7 +348,9 @@ func formatNote(n int, calls map[string]int) string {
 	return b.String()
 }
 
-var noteRE = regexp.MustCompile(`^\[(\d+) earlier messages? omitted(?:: tool calls (.+))?\]$`)
+var noteRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\[(\d+) earlier messages? omitted(?:: tool calls (.+))?\]$`)
+})
 
 func isNote(m provider.Message) bool {
 	_, _, ok := parseNote(m)
@@ -359,7 +362,7 @@ func parseNote(m provider.Message) (int, map[string]int, bool) {
 	if m.Role == provider.ToolRole || len(m.ToolCalls) > 0 || !strings.HasSuffix(m.Content, "]") || !strings.HasPrefix(m.Content, "[") {
 		return 0, nil, false
 	}
-	sub := noteRE.FindStringSubmatch(m.Content)
+	sub := noteRE().FindStringSubmatch(m.Content)
 	if sub == nil {
 		return 0, nil, false
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -78,7 +79,7 @@ type Source struct {
 	Bytes []byte
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
 
 // Parse parses and decodes the files of one configuration. It returns every
 // diagnostic it finds and whatever it could decode.
@@ -163,7 +164,7 @@ func decodeBlock(hb *hcl.Block, s *Schema) (*Block, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	if len(hb.Labels) > 0 {
 		b.Name = hb.Labels[0]
-		if !nameRE.MatchString(b.Name) {
+		if !nameRE().MatchString(b.Name) {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid name",

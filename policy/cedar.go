@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
@@ -187,14 +188,14 @@ func (c *Cedar) entityErrors(file *plan.FileRef) LoadErrors {
 	return errs
 }
 
-var cedarPosition = regexp.MustCompile(`<input>:(\d+):(\d+)`)
+var cedarPosition = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<input>:(\d+):(\d+)`) })
 
 // cedarParseError rewrites cedar-go's "<input>:3:5" into the file's own
 // position, so the error reads like every other compile error.
 func cedarParseError(address, file string, err error) *LoadError {
 	msg := err.Error()
 	le := &LoadError{Policy: address, File: file}
-	if m := cedarPosition.FindStringSubmatch(msg); m != nil {
+	if m := cedarPosition().FindStringSubmatch(msg); m != nil {
 		le.Line, _ = strconv.Atoi(m[1])
 		msg = strings.Replace(msg, m[0], "column "+m[2], 1)
 	}

@@ -7,30 +7,36 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/symbi-dev/symbi/plan"
 )
 
-func inputSchema(t testing.TB) *jsonschema.Schema {
+func inputSchema(t testing.TB) *jsonschema.Resolved {
 	t.Helper()
 	b, err := os.ReadFile("../docs/schemas/opa-input.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("opa-input.schema.json", doc); err != nil {
+	return r
+}
+
+// decodeDoc reads a JSON document as the schema library validates it.
+func decodeDoc(t testing.TB, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile("opa-input.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return v
 }
 
 // documentJSON is the input document exactly as OPA sees it.
@@ -71,11 +77,7 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 	}
 	for name, in := range samples {
 		t.Run(name, func(t *testing.T) {
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(documentJSON(t, in)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Validate(doc); err != nil {
+			if err := s.Validate(decodeDoc(t, documentJSON(t, in))); err != nil {
 				t.Errorf("%s\n%s", err, documentJSON(t, in))
 			}
 		})
@@ -83,7 +85,7 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 	if got := string(documentJSON(t, running)); !strings.Contains(got, `"budget":{"max_cost_usd":0.5,"max_iterations":10,"timeout":"1m0s"}`) || !strings.Contains(got, `"effect":"read","tags":["web"]`) {
 		t.Errorf("document %s lacks the budget or the plan's effect and tags", got)
 	}
-	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"action":{"type":"tool_call"},"agent":{"name":"a","model":"m","delegation_depth":0},"run":{"id":"","iteration":0,"usage":{},"budget":{}},"context":{}}`))
+	bad := decodeDoc(t, []byte(`{"action":{"type":"tool_call"},"agent":{"name":"a","model":"m","delegation_depth":0},"run":{"id":"","iteration":0,"usage":{},"budget":{}},"context":{}}`))
 	if s.Validate(bad) == nil {
 		t.Error("a tool_call without a tool and usage without members should not validate")
 	}
@@ -98,11 +100,7 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 		`{"type":"respond"}`:                true,
 		`{"type":"terminate","reason":"r"}`: true,
 	} {
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(`{"action":` + action + `,` + rest + `}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Validate(doc); (err == nil) != valid {
+		if err := s.Validate(decodeDoc(t, []byte(`{"action":`+action+`,`+rest+`}`))); (err == nil) != valid {
 			t.Errorf("action %s: valid %v, want %v (%v)", action, err == nil, valid, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -329,12 +330,12 @@ func writeInline(b *strings.Builder, n *node, limit int) {
 	}
 }
 
-var bareKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+var bareKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`) })
 
 // renderKey is a key bare when it is a plain name, else quoted; a long key
 // is elided in the middle.
 func renderKey(k string) string {
-	if len(k) <= promptKeyWidth && bareKey.MatchString(k) {
+	if len(k) <= promptKeyWidth && bareKey().MatchString(k) {
 		return k
 	}
 	return quoteFit(k, promptKeyWidth+2)

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/symbi-dev/symbi/seal"
@@ -59,10 +60,10 @@ func (q *Queue) now() time.Time {
 	return time.Now()
 }
 
-var requestID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var requestID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 
 func checkID(id string) error {
-	if !requestID.MatchString(id) || strings.Contains(id, "..") {
+	if !requestID().MatchString(id) || strings.Contains(id, "..") {
 		return fmt.Errorf("%w: %q is not a request ID", ErrUnknownRequest, id)
 	}
 	return nil

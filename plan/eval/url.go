@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -77,7 +78,7 @@ type urlPart struct {
 
 // urlScheme is a scheme and the "//" of an authority, as a template's
 // literal text starts a URL.
-var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+var urlScheme = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`) })
 
 // assembleURL joins the parts, each interpolation escaped for its place.
 // The places are found on a skeleton in which each interpolation is one
@@ -96,7 +97,7 @@ func assembleURL(parts []urlPart) (string, error) {
 	// template that starts with an interpolation takes it as the base.
 	authStart, authEnd, hostStart := 0, 0, 0
 	base := len(sk) > 0 && sk[0] == 0
-	if m := urlScheme.FindString(sk); m != "" {
+	if m := urlScheme().FindString(sk); m != "" {
 		authStart = len(m)
 		authEnd = len(sk)
 		if i := strings.IndexAny(sk[authStart:], "/?#"); i >= 0 {
