@@ -103,7 +103,7 @@ var thirdParty = []struct {
 		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"builtins"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
-	{"github.com/santhosh-tekuri/jsonschema/v6", []string{"builtins"},
+	{"github.com/google/jsonschema-go", []string{"builtins"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"go.etcd.io/bbolt", []string{"knowledge"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
