@@ -171,9 +171,17 @@ type outputCap struct {
 // prompt tokens, the estimated output tokens and their cost.
 func (r *Reservation) Estimate() Usage { return r.amount }
 
-// outputEstimate is how many completion tokens to reserve for a call: the
-// smaller of the call's max_output_tokens and the budget's
-// estimated_output_tokens_per_call, whichever are set.
+// OutputEstimate is how many completion tokens a call sent with
+// maxOutputTokens is estimated to produce, as ReserveModelCall reserves
+// them: the smaller of maxOutputTokens and the budget's
+// estimated_output_tokens_per_call, whichever are set (0 when neither is).
+// A router prices its candidates with it, so that the model it picks is
+// judged by the estimate the reservation then holds, not by the cap.
+func (a *Accountant) OutputEstimate(maxOutputTokens int) int64 {
+	return a.outputEstimate(max(int64(maxOutputTokens), 0))
+}
+
+// outputEstimate is OutputEstimate of a non-negative cap.
 func (a *Accountant) outputEstimate(maxOutput int64) int64 {
 	est := a.b.EstimatedOutputTokensPerCall
 	switch {

@@ -67,8 +67,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	if maxOut == 0 {
 		maxOut = r.agent.Loop.MaxOutputTokens
 	}
-	// The router sees the output estimate the reservation will use.
-	m, spec, err := r.pickModel(ctx, c, est, int64(maxOut))
+	// The router prices the output estimate the reservation will hold
+	// (estimated_output_tokens_per_call), not the cap it is sent with.
+	m, spec, err := r.pickModel(ctx, c, est, r.acct.OutputEstimate(maxOut))
 	if err != nil {
 		return provider.Response{}, err
 	}
@@ -189,11 +190,11 @@ func (r *run) writeAhead(spec *plan.Model, est budget.Usage) error {
 
 // pickModel returns the agent's model, or asks its router, journalling the
 // decision with every rejected model.
-func (r *run) pickModel(ctx context.Context, c modelCall, est, maxOut int64) (provider.Model, *plan.Model, error) {
+func (r *run) pickModel(ctx context.Context, c modelCall, est, out int64) (provider.Model, *plan.Model, error) {
 	addr := r.agent.Model
 	if rt := r.e.plan.Router(addr); rt != nil {
 		remaining, limited := remainingCost(r.acct)
-		req := routing.Requirements{EstimatedPromptTokens: est, EstimatedOutputTokens: maxOut, RemainingCostUSD: remaining, CostLimited: limited}
+		req := routing.Requirements{EstimatedPromptTokens: est, EstimatedOutputTokens: out, RemainingCostUSD: remaining, CostLimited: limited}
 		if len(c.tools) > 0 {
 			req.Capabilities = append(req.Capabilities, "tools")
 		}
