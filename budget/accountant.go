@@ -152,7 +152,8 @@ type Reservation struct {
 	out outputCap
 	// guarded by a.mu
 	settled  bool
-	streamed int64 // output tokens streamed so far, estimated (Streamed)
+	streamed int64          // output tokens streamed so far, estimated (Streamed)
+	counted  provider.Usage // what Commit or Release counted for the call
 }
 
 // outputCap is the most output a model call may produce, and the limit that
@@ -349,14 +350,31 @@ func (r *Reservation) Commit(u provider.Usage, known bool) error {
 		actual.CompletionTokens = nonNegative(u.CompletionTokens, r.amount.CompletionTokens)
 		sum, _ := satAdd(actual.PromptTokens, actual.CompletionTokens)
 		actual.TotalTokens = max(u.TotalTokens, sum)
-		actual.CostUSD = CallCost(r.pricing, provider.Usage{
-			PromptTokens: actual.PromptTokens, CompletionTokens: actual.CompletionTokens,
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
-		})
+		read := min(max(u.CacheReadTokens, 0), actual.PromptTokens)
+		r.counted = provider.Usage{
+			PromptTokens: actual.PromptTokens, CompletionTokens: actual.CompletionTokens, TotalTokens: actual.TotalTokens,
+			CacheReadTokens: read, CacheWriteTokens: min(max(u.CacheWriteTokens, 0), actual.PromptTokens-read),
+		}
+		actual.CostUSD = CallCost(r.pricing, r.counted)
+		return a.record(actual)
 	case r.streamed > actual.CompletionTokens:
 		actual = r.streamedUsage()
 	}
+	r.counted = provider.Usage{PromptTokens: actual.PromptTokens, CompletionTokens: actual.CompletionTokens, TotalTokens: actual.TotalTokens}
 	return a.record(actual)
+}
+
+// Counted is what Commit counted for the call, in the provider's terms: the
+// reported usage reconciled as Commit describes (a negative figure replaced
+// by its estimate, the total raised to prompt + completion, the cache
+// counts held within the prompt), or the estimate when the provider
+// reported none. Its CallCost is the cost Commit counted. The journal
+// records this, so that a journal's figures are the budget's. Zero before
+// the reservation is committed.
+func (r *Reservation) Counted() provider.Usage {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	return r.counted
 }
 
 // streamedUsage is one call of the estimated prompt and the output it

@@ -1,11 +1,36 @@
 package engine
 
 import (
+	"context"
+	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/provider"
 )
+
+// turnsModel answers each request with the next response, as a provider
+// would: its content streamed, its usage as given (UsageKnown false for a
+// provider that reports none).
+type turnsModel struct {
+	mu    sync.Mutex
+	turns []provider.Response
+}
+
+func (m *turnsModel) Stream(ctx context.Context, req provider.Request, on func(provider.Event)) (provider.Response, error) {
+	m.mu.Lock()
+	if len(m.turns) == 0 {
+		m.mu.Unlock()
+		return provider.Response{}, &provider.Error{Kind: provider.EmptyResponse, Detail: "no more turns"}
+	}
+	resp := m.turns[0]
+	m.turns = m.turns[1:]
+	m.mu.Unlock()
+	on(provider.Event{ContentDelta: resp.Content})
+	return resp, nil
+}
 
 // The router prices a call's output by the estimate the reservation holds
 // (estimated_output_tokens_per_call), not by the max_output_tokens cap: a
@@ -61,5 +86,83 @@ agent "a" {
 	res = mustRun(t, e, "a", "x", RunOptions{})
 	if res.Termination.Reason != Failed || !strings.Contains(res.Termination.Detail, "estimated cost $2.0") {
 		t.Errorf("an estimate over the budget: %s", res.Termination)
+	}
+}
+
+// reasoning_complete's usage and cost are what the budget counted for the
+// call: a total below prompt + completion raised to the sum, a negative
+// figure replaced by its estimate, cache counts held within the prompt, and
+// an unreported usage estimated (usage_known false). The journal's figures
+// then add up to the run's, as docs/journal.md says. Before, the journal
+// kept the provider's raw figures (a total of 10, a completion of -5, zeros
+// for an unreported usage) while the accountant counted the reconciled ones.
+func TestReasoningCompleteUsageIsWhatTheBudgetCounted(t *testing.T) {
+	hcl := `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+  pricing {
+    input_usd_per_mtok       = 1
+    output_usd_per_mtok      = 2
+    cache_read_usd_per_mtok  = 0.5
+  }
+}
+tool "calculator" {
+  description = "arithmetic"
+  builtin     = "calculator"
+}
+policy "rules" {
+  rules {
+    allow = ["calculator"]
+  }
+}
+agent "a" {
+  model    = model.m
+  tools    = [tool.calculator]
+  policies = [policy.rules]
+}
+`
+	p, dir := fixture{"main.hcl": hcl, "script.json": `{"turns":[]}`}.compile(t)
+	calc := func(id string) []provider.ToolCall {
+		return []provider.ToolCall{{ID: id, Name: "calculator", Arguments: `{"expression":"1+1"}`}}
+	}
+	m := &turnsModel{turns: []provider.Response{
+		{ToolCalls: calc("c1"), UsageKnown: true, Usage: provider.Usage{PromptTokens: 100, CompletionTokens: 50, TotalTokens: 10, CacheReadTokens: 500}},
+		{ToolCalls: calc("c2"), UsageKnown: true, Usage: provider.Usage{PromptTokens: 120, CompletionTokens: -5, TotalTokens: 0}},
+		{Content: "two", UsageKnown: false},
+	}}
+	e, _ := newEngine(t, p, dir, withModel(m))
+	res := mustRun(t, e, "a", "x", RunOptions{})
+	if res.Termination.Reason != Completed {
+		t.Fatalf("got %s", res.Termination)
+	}
+	var sum journal.ReasoningCompleteData
+	var turns []journal.ReasoningCompleteData
+	for _, ev := range eventsOf(t, journalOf(t, e, res.RunID), journal.ReasoningComplete) {
+		var d journal.ReasoningCompleteData
+		if err := ev.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		turns = append(turns, d)
+		sum.Usage.PromptTokens += d.Usage.PromptTokens
+		sum.Usage.CompletionTokens += d.Usage.CompletionTokens
+		sum.Usage.TotalTokens += d.Usage.TotalTokens
+		sum.CostUSD += d.CostUSD
+	}
+	if len(turns) != 3 {
+		t.Fatalf("%d turns", len(turns))
+	}
+	if u := turns[0].Usage; u.TotalTokens != 150 || u.CacheReadTokens != 100 {
+		t.Errorf("turn 1: total %d (want 150, raised to the sum), cache reads %d (want 100, held to the prompt)", u.TotalTokens, u.CacheReadTokens)
+	}
+	if u := turns[1].Usage; u.CompletionTokens <= 0 || u.TotalTokens != u.PromptTokens+u.CompletionTokens {
+		t.Errorf("turn 2: %+v; want the negative completion replaced by its estimate", u)
+	}
+	if u := turns[2].Usage; turns[2].UsageKnown || u.PromptTokens <= 0 || u.CompletionTokens <= 0 {
+		t.Errorf("turn 3 (no usage reported): %+v known=%v; want the estimate the budget counted", u, turns[2].UsageKnown)
+	}
+	if sum.Usage.PromptTokens != res.Usage.PromptTokens || sum.Usage.CompletionTokens != res.Usage.CompletionTokens ||
+		sum.Usage.TotalTokens != res.Usage.TotalTokens || math.Abs(sum.CostUSD-res.Usage.CostUSD) > 1e-12 {
+		t.Errorf("the journal's turns add up to %+v $%v; the run counted %+v", sum.Usage, sum.CostUSD, res.Usage)
 	}
 }

@@ -139,10 +139,11 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	// The turn happened: it is journalled even when its usage overshot a
 	// limit, and the budget error is returned after.
 	budgetErr := res.Commit(resp.Usage, resp.UsageKnown)
-	cost := budget.CallCost(spec.Pricing, resp.Usage)
-	if !resp.UsageKnown {
-		cost = res.Estimate().CostUSD
-	}
+	// The journal records what the budget counted (a malformed report
+	// reconciled, an unreported one estimated), so that its figures, a
+	// resume's and the accountant's agree.
+	usage := res.Counted()
+	cost := budget.CallCost(spec.Pricing, usage)
 	r.proposed = r.actionsOf(resp)
 	data := reasoningData{
 		ReasoningCompleteData: journal.ReasoningCompleteData{
@@ -150,7 +151,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 			Content:      resp.Content,
 			ToolCalls:    resp.ToolCalls,
 			Actions:      r.proposed,
-			Usage:        resp.Usage,
+			Usage:        usage,
 			UsageKnown:   resp.UsageKnown,
 			CostUSD:      cost,
 			FinishReason: resp.FinishReason,
