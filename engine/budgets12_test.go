@@ -166,3 +166,66 @@ agent "a" {
 		t.Errorf("the journal's turns add up to %+v $%v; the run counted %+v", sum.Usage, sum.CostUSD, res.Usage)
 	}
 }
+
+// A final answer whose own usage passes max_total_tokens arrived and was
+// paid for: it is gated like any answer and reported with the limit it
+// reached (budget_exceeded, the answer in the result and the terminated
+// event). Before, it was streamed and then dropped: the result said "".
+// A policy that denies it keeps it unreported, and a reflect_and_retry
+// draft, never evaluated, is not an answer.
+func TestAnswerPastTheTokenLimitIsReportedWithTheLimit(t *testing.T) {
+	const over = `{"turns":[{"content":"forty-two","usage":{"prompt_tokens":90,"completion_tokens":30,"total_tokens":120}}]}`
+	for _, tc := range []struct {
+		name, extra, top string
+		answer           string
+		streamed         string
+	}{
+		{name: "streamed", answer: "forty-two", streamed: "forty-two"},
+		{name: "held then allowed", extra: "policies = [policy.p]", top: `policy "p" {
+  rules {
+    allow = ["respond:content=forty*"]
+  }
+}`, answer: "forty-two", streamed: "forty-two"},
+		{name: "held then denied", extra: "policies = [policy.p]", top: `policy "p" {
+  rules {
+    deny = ["respond:content=forty*"]
+  }
+}`},
+		{name: "a reflect draft", extra: "reflect {\nrubric {\ncriterion \"c\" {\ndescription = \"right\"\n}\n}\n}\nloop {\nmode = \"reflect_and_retry\"\n}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hcl := `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+budget "b" {
+  max_total_tokens = 100
+}
+` + tc.top + `
+agent "a" {
+  model  = model.m
+  budget = budget.b
+  ` + tc.extra + `
+}
+`
+			p, dir := fixture{"main.hcl": hcl, "script.json": over}.compile(t)
+			e, rec := newEngine(t, p, dir, nil)
+			res := mustRun(t, e, "a", "x", RunOptions{})
+			if res.Termination.Reason != BudgetExceeded || res.Termination.Limit != "max_total_tokens" {
+				t.Fatalf("termination %s; want budget_exceeded (max_total_tokens)", res.Termination)
+			}
+			if res.Answer != tc.answer || rec.deltas() != tc.streamed {
+				t.Errorf("answer %q, streamed %q; want %q, %q", res.Answer, rec.deltas(), tc.answer, tc.streamed)
+			}
+			evs := journalOf(t, e, res.RunID)
+			var d journal.TerminatedData
+			if err := evs[len(evs)-1].Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Reason != "budget_exceeded" || d.Limit != "max_total_tokens" || d.Answer != tc.answer || d.Usage.TotalTokens != 120 {
+				t.Errorf("terminated %s", evs[len(evs)-1].Data)
+			}
+		})
+	}
+}

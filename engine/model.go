@@ -43,7 +43,9 @@ type modelCall struct {
 
 // reason makes one model call: route, fit the context, reserve the budget
 // (capping max_output_tokens), write the call ahead, stream, reconcile,
-// journal. The model_call_started line goes out with every line held
+// journal. When the turn arrived but its usage passed a limit, it returns
+// the turn with the budget error; on every other error the response is
+// empty. The model_call_started line goes out with every line held
 // before it, in one write, before the request; the turn's own line is held
 // (see hold).
 func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error) {
@@ -166,7 +168,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		return provider.Response{}, err
 	}
 	if budgetErr != nil {
-		return provider.Response{}, budgetErr
+		// The turn arrived and was paid for: the caller may report it as
+		// the answer, with the limit (answerOverBudget).
+		return resp, budgetErr
 	}
 	return resp, nil
 }

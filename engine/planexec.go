@@ -247,7 +247,8 @@ func (r *run) synthesize(ctx context.Context, order []string, results map[string
 	r.iter++
 	resp, err := r.reason(ctx, modelCall{msgs: msgs})
 	if err != nil {
-		return err
+		resp.ToolCalls = nil // as below: the synthesis answers, it does not act
+		return r.answerOverBudget(ctx, resp, err)
 	}
 	if len(resp.ToolCalls) > 0 && resp.Content == "" {
 		return errors.New("plan_execute: the synthesis call proposed tool calls instead of an answer")
