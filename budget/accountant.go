@@ -141,6 +141,25 @@ func (a *Accountant) PlanStep() error {
 	return a.count(MaxPlanSteps, a.b.MaxPlanSteps, func(u *Usage) *int64 { return &u.PlanSteps }, 1)
 }
 
+// PlanStepsFit checks, without counting them, that n more plan steps fit
+// under max_plan_steps: plan_execute checks a whole plan before its first
+// step runs, so that a plan the budget cannot finish fails as the budget
+// error it is rather than after some of its steps. The error is sticky
+// like every budget error; the steps are counted as they start (PlanStep).
+func (a *Accountant) PlanStepsFit(n int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.check(); err != nil {
+		return err
+	}
+	if m := a.b.MaxPlanSteps; m > 0 {
+		if want, _ := satAdd(a.used.PlanSteps, int64(max(n, 0))); want > m {
+			return a.fail(&Exceeded{Limit: MaxPlanSteps, Max: float64(m), Used: float64(want), Preflight: true})
+		}
+	}
+	return nil
+}
+
 // Reservation is a model call's share of the budget, held from before the
 // call starts until Commit or Release.
 type Reservation struct {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/provider"
 	"github.com/symbi-dev/symbi/provider/fakeserver"
 )
@@ -88,6 +89,49 @@ agent "a" {
 		end := terminated(t, readJournal(t, state, onlyRun(t, state)))
 		if end.Reason != "budget_exceeded" || end.Limit != "max_total_tokens" || end.Answer != "forty-two" || end.Usage.TotalTokens != 120 {
 			t.Errorf("terminated %+v", end)
+		}
+	}
+}
+
+// max_plan_steps is a budget limit: a plan_execute run whose model keeps
+// planning more steps than the budget allows exits 3, budget_exceeded
+// naming max_plan_steps, with no step run. Before, it exited 4 with
+// "plan: too_many_steps".
+func TestMaxPlanStepsExitsAsABudgetLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.hcl", `
+model "offline" {
+  provider = "scripted"
+  script   = "plan.json"
+}
+
+budget "b" {
+  max_plan_steps = 2
+}
+
+agent "planner" {
+  model  = model.offline
+  budget = budget.b
+  loop {
+    mode = "plan_execute"
+  }
+}
+`)
+	writeFile(t, dir, "plan.json", `{"turns": [{"content": "{\"steps\": [{\"id\": \"a\", \"task\": \"A\"}, {\"id\": \"b\", \"task\": \"B\"}, {\"id\": \"c\", \"task\": \"C\"}]}"}], "on_exhausted": "repeat_last"}`)
+	state := filepath.Join(t.TempDir(), "state")
+	r := symbi(t, call{dir: dir}, "run", "--state-dir", state, ".", "do it")
+	if r.code != 3 || !strings.Contains(r.stderr, "budget_exceeded (max_plan_steps)") {
+		t.Errorf("exit %d, want 3 naming max_plan_steps\n%s", r.code, r)
+	}
+	evs := readJournal(t, state, onlyRun(t, state))
+	if end := terminated(t, evs); end.Reason != "budget_exceeded" || end.Limit != "max_plan_steps" {
+		t.Errorf("terminated %+v", end)
+	}
+	for _, ev := range evs {
+		if ev.Type == journal.StepStarted {
+			t.Errorf("a step started: %v", eventTypes(evs))
+			break
 		}
 	}
 }

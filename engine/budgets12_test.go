@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -227,5 +228,56 @@ agent "a" {
 				t.Errorf("terminated %s", evs[len(evs)-1].Data)
 			}
 		})
+	}
+}
+
+// max_plan_steps is a budget limit like any other: a plan longer than the
+// steps the budget has left is sent back once, like any plan that cannot
+// run, and a second one ends the run budget_exceeded (max_plan_steps)
+// before any step starts. Before, it ended as PlanError too_many_steps
+// (exit 4), as if the model had broken plan.max_steps.
+func TestMaxPlanStepsEndsAsABudgetLimit(t *testing.T) {
+	hcl := `
+model "offline" {
+  provider = "scripted"
+  script   = "scripts/model.json"
+}
+budget "b" {
+  max_plan_steps = 2
+}
+agent "planner" {
+  model  = model.offline
+  budget = budget.b
+  loop {
+    mode = "plan_execute"
+  }
+}
+`
+	three := `{\"steps\": [{\"id\": \"a\", \"task\": \"A\"}, {\"id\": \"b\", \"task\": \"B\"}, {\"id\": \"c\", \"task\": \"C\"}]}`
+	p, dir := fixture{"main.hcl": hcl, "scripts/model.json": `{"turns": [
+  {"when": "at most 2 steps", "content": "` + three + `"},
+  {"when": "the budget has 2 plan steps left", "content": "` + three + `"}
+]}`}.compile(t)
+	e, _ := newEngine(t, p, dir, nil)
+	res := mustRun(t, e, "", "task", RunOptions{})
+	var pe *PlanError
+	if res.Termination.Reason != BudgetExceeded || res.Termination.Limit != "max_plan_steps" || errors.As(res.Termination.Err, &pe) {
+		t.Fatalf("termination %s (%v); want budget_exceeded (max_plan_steps)", res.Termination, res.Termination.Err)
+	}
+	if !strings.Contains(res.Termination.Detail, "max_plan_steps (limit 2, would use 3)") {
+		t.Errorf("detail %q", res.Termination.Detail)
+	}
+	if got := stepEvents(t, journalOf(t, e, res.RunID)); len(got) != 0 {
+		t.Errorf("steps %v; a plan the budget cannot finish runs none", got)
+	}
+
+	// plan.max_steps is the plan's own shape: breaking it stays a PlanError.
+	p, dir = fixture{"main.hcl": strings.Replace(hcl, "max_plan_steps = 2", "max_plan_steps = 5", 1) + `
+`, "scripts/model.json": `{"turns": [{"content": "` + three + `"}], "on_exhausted": "repeat_last"}`}.compile(t)
+	p.Agents[0].Plan.MaxSteps = 2
+	e, _ = newEngine(t, p, dir, nil)
+	res = mustRun(t, e, "", "task", RunOptions{})
+	if res.Termination.Reason != Failed || !errors.As(res.Termination.Err, &pe) || pe.Kind != PlanErrorTooManySteps {
+		t.Errorf("over plan.max_steps: %s (%v)", res.Termination, res.Termination.Err)
 	}
 }
