@@ -31,20 +31,21 @@ func PreflightBestOfN(b plan.Budget, e plan.Estimate, candidates int) error {
 	}
 	n := float64(candidates)
 	for _, l := range []struct {
-		limit, fields string
-		max           int64
-		per           float64
+		limit  string
+		fields []string
+		max    int64
+		per    float64
 	}{
-		{MaxModelCalls, "model_calls_per_candidate + scorer_model_calls_per_candidate", b.MaxModelCalls,
+		{MaxModelCalls, []string{"model_calls_per_candidate", "scorer_model_calls_per_candidate"}, b.MaxModelCalls,
 			float64(e.ModelCallsPerCandidate) + float64(e.ScorerModelCallsPerCandidate)},
-		{MaxTotalTokens, "total_tokens_per_candidate + scorer_total_tokens_per_candidate", b.MaxTotalTokens,
+		{MaxTotalTokens, []string{"total_tokens_per_candidate", "scorer_total_tokens_per_candidate"}, b.MaxTotalTokens,
 			float64(e.TotalTokensPerCandidate) + float64(e.ScorerTotalTokensPerCandidate)},
 	} {
 		if l.max <= 0 {
 			continue
 		}
 		if l.per == 0 {
-			return fmt.Errorf("%w: %s is set, so estimate %s must be more than 0", ErrZeroEstimate, l.limit, l.fields)
+			return &ZeroEstimateError{Limit: l.limit, Estimates: l.fields}
 		}
 		// In float64: the product of two large counts must not wrap or
 		// saturate to a value that happens to fit.
@@ -54,7 +55,7 @@ func PreflightBestOfN(b plan.Budget, e plan.Estimate, candidates int) error {
 	}
 	if m := b.MaxCostUSD; m > 0 {
 		if e.CostUSDPerCandidate == 0 {
-			return fmt.Errorf("%w: %s is set, so estimate cost_usd_per_candidate must be more than 0", ErrZeroEstimate, MaxCostUSD)
+			return &ZeroEstimateError{Limit: MaxCostUSD, Estimates: []string{"cost_usd_per_candidate"}}
 		}
 		if need := n * e.CostUSDPerCandidate; need > m {
 			return &Exceeded{Limit: MaxCostUSD, Max: m, Used: need, Preflight: true}
