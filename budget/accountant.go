@@ -38,6 +38,10 @@ type Accountant struct {
 	used     Usage // Elapsed holds time from earlier attempts only
 	reserved Usage
 	err      error
+	// floor is what used starts with that was never used: a stage's limit
+	// with nothing left is 1 with 1 used (a limit of 0 would be
+	// unlimited). Usage leaves it out, and so do the errors (Reservation.Stage).
+	floor Usage
 }
 
 // New returns an accountant for b; the timeout starts now. A zero field is
@@ -62,6 +66,12 @@ func (a *Accountant) elapsed() time.Duration {
 // returns the recorded one: the first limit hit is the one reported.
 func (a *Accountant) fail(err error) error {
 	if a.err == nil {
+		if ex, ok := err.(*Exceeded); ok {
+			if f := float64(a.floor.count(ex.Limit)); f > 0 {
+				ex.Max -= f
+				ex.Used -= f
+			}
+		}
 		a.err = err
 	}
 	return a.err
@@ -492,7 +502,7 @@ func (r *Reservation) Release() {
 func (a *Accountant) Usage() Usage {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	u := a.used
+	u := a.used.sub(a.floor)
 	u.Elapsed = a.elapsed()
 	return u
 }

@@ -54,3 +54,64 @@ func TestCountedIsWhatCommitCounted(t *testing.T) {
 		t.Errorf("unknown usage counted as %+v, want the estimate", c)
 	}
 }
+
+// A stage accountant allows exactly what the aggregate has left that no
+// other stage holds, for every counted limit; a limit with nothing left
+// allows nothing (Limits can only say 1), its error says 0, and the stage's
+// Usage does not count what it was never given.
+func TestStageAllowsExactlyWhatIsLeft(t *testing.T) {
+	agg := New(plan.Budget{MaxIterations: 3, MaxToolCalls: 2, MaxToolRounds: 5, MaxPlanSteps: 4, MaxReflectionAttempts: 1})
+	r1, err := agg.ReserveStage(Usage{Iterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := r1.Stage(plan.Budget{MaxIterations: 25})
+	if got := s1.Budget(); got.MaxIterations != 3 || got.MaxToolCalls != 2 || got.MaxPlanSteps != 4 {
+		t.Fatalf("first stage's limits %+v", got)
+	}
+	for range 2 {
+		if err := s1.Iteration(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s1.ReserveToolCalls(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.ReflectionAttempt(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.Settle(s1.Usage()); err != nil {
+		t.Fatal(err)
+	}
+
+	r2, err := agg.ReserveStage(Usage{Iterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := r2.Stage(plan.Budget{})
+	if err := s2.Iteration(); err != nil {
+		t.Fatalf("the iteration left: %v", err)
+	}
+	wantExceeded(t, s2.ToolCall(), MaxToolCalls, 0, 1, true)
+	if u := s2.Usage(); u.Iterations != 1 || u.ToolCalls != 0 {
+		t.Errorf("stage usage %+v", u)
+	}
+	if err := r2.Settle(s2.Usage()); err != nil {
+		t.Fatalf("a stage that kept to what was left passed the aggregate: %v", err)
+	}
+	if u := agg.Usage(); u.Iterations != 3 || u.ToolCalls != 2 || u.ReflectionAttempts != 1 {
+		t.Errorf("aggregate usage %+v", u)
+	}
+	r3, err := agg.ReserveStage(Usage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r3.Stage(plan.Budget{})
+	wantExceeded(t, st.Iteration(), MaxIterations, 0, 1, true)
+	if r := st.Remaining(); r.Iterations != 0 || r.ToolCalls != 0 || r.ReflectionAttempts != 0 || r.ToolRounds != 5 || r.PlanSteps != 4 {
+		t.Errorf("remaining %+v", r)
+	}
+	if _, err := agg.ReserveStage(Usage{Iterations: 1}); err == nil {
+		t.Error("a stage that needs an iteration was reserved with none left")
+	}
+}

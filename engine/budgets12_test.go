@@ -281,3 +281,114 @@ agent "planner" {
 		t.Errorf("over plan.max_steps: %s (%v)", res.Termination, res.Termination.Err)
 	}
 }
+
+// bonShared is a best-of-N block over agent.a with two candidates run one
+// after the other, every tool call allowed, and the aggregate budget
+// budget.agg (which the test declares).
+const bonShared = `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+tool "calculator" {
+  description = "arithmetic"
+  builtin     = "calculator"
+}
+policy "rules" {
+  rules {
+    allow = ["calculator"]
+  }
+}
+best_of_n "answer" {
+  agent           = agent.a
+  candidates      = 2
+  max_concurrency = 1
+  side_effects    = "allow"
+  budget          = budget.agg
+  estimate {
+    total_tokens_per_candidate = 10
+  }
+  scorer {
+    expr = 1
+  }
+}
+`
+
+// The aggregate budget of a best-of-N block shares every limit, not only
+// the six the old ledger capped: with max_iterations = 3 and candidates
+// that take two iterations each (a tool call, then the answer), the second
+// candidate is funded with the one iteration left and stops there; before,
+// both ran their two and the aggregate's max_iterations was never looked
+// at. Likewise max_plan_steps across plan_execute candidates.
+func TestBestOfNAggregateSharesIterationsAndPlanSteps(t *testing.T) {
+	t.Run("max_iterations", func(t *testing.T) {
+		hcl := bonShared + `
+budget "agg" {
+  max_iterations = 3
+}
+agent "a" {
+  model    = model.m
+  tools    = [tool.calculator]
+  policies = [policy.rules]
+}
+`
+		p, dir := fixture{"main.hcl": hcl, "script.json": `{"turns": [
+  {"when": "^task$", "tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]},
+  {"when": "^2$", "content": "two"}
+], "on_exhausted": "repeat_last"}`}.compile(t)
+		e, _ := newEngine(t, p, dir, nil)
+		res, err := e.BestOfN(context.Background(), "answer", "task", RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Termination.Reason != Completed || res.Selected == nil || res.Selected.Index != 0 {
+			t.Fatalf("termination %s, selected %v", res.Termination, res.Selected)
+		}
+		c := res.Candidates
+		if c[0].Iterations != 2 || c[1].Iterations != 1 || c[1].Status != StatusBudgetExceeded {
+			t.Errorf("candidates: #0 %d iterations %s, #1 %d iterations %s (%v); want 2 and the 1 left, budget_exceeded",
+				c[0].Iterations, c[0].Status, c[1].Iterations, c[1].Status, c[1].Error)
+		}
+		if res.Iterations > 3 {
+			t.Errorf("%d iterations under an aggregate max_iterations of 3", res.Iterations)
+		}
+	})
+	t.Run("max_plan_steps", func(t *testing.T) {
+		hcl := bonShared + `
+budget "agg" {
+  max_plan_steps = 3
+}
+agent "a" {
+  model    = model.m
+  loop {
+    mode = "plan_execute"
+  }
+}
+`
+		plan := `{\"steps\": [{\"id\": \"a\", \"task\": \"A\"}, {\"id\": \"b\", \"task\": \"B\"}]}`
+		p, dir := fixture{"main.hcl": hcl, "script.json": `{"turns": [
+  {"when": "Break the task", "content": "` + plan + `"},
+  {"when": "cannot run", "content": "` + plan + `"},
+  {"when": "Your step", "content": "done"},
+  {"when": "carried out in steps", "content": "final"}
+], "on_exhausted": "repeat_last"}`}.compile(t)
+		e, rec := newEngine(t, p, dir, nil)
+		res, err := e.BestOfN(context.Background(), "answer", "task", RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := 0
+		for _, typ := range rec.types() {
+			if typ == journal.StepStarted {
+				steps++
+			}
+		}
+		if steps > 3 {
+			t.Errorf("%d plan steps started under an aggregate max_plan_steps of 3", steps)
+		}
+		c := res.Candidates
+		if res.Termination.Reason != Completed || c[0].Status != StatusEligible || c[1].Status != StatusBudgetExceeded {
+			t.Errorf("termination %s; candidates %s, %s (%v)", res.Termination, c[0].Status, c[1].Status, c[1].Error)
+		}
+	})
+}
