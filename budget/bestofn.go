@@ -8,7 +8,8 @@ import (
 
 // PreflightBestOfN checks before any call that candidates × (generation +
 // scorer estimates) fits every aggregate limit that is set: max_model_calls,
-// max_total_tokens and max_cost_usd. A set limit whose combined estimate is
+// max_total_tokens and max_cost_usd (cost_usd_per_candidate +
+// scorer_cost_usd_per_candidate). A set limit whose combined estimate is
 // zero is an error (ErrZeroEstimate), since nothing would stop N candidates
 // spending N times what the author meant. The compiler runs it so that an
 // impossible best_of_n block never reaches the engine.
@@ -26,8 +27,13 @@ func PreflightBestOfN(b plan.Budget, e plan.Estimate, candidates int) error {
 			return fmt.Errorf("budget: best-of-N estimate %s is negative (%d)", name, v)
 		}
 	}
-	if !validCost(e.CostUSDPerCandidate) {
-		return fmt.Errorf("budget: best-of-N estimate cost_usd_per_candidate is %v", e.CostUSDPerCandidate)
+	for name, v := range map[string]float64{
+		"cost_usd_per_candidate":        e.CostUSDPerCandidate,
+		"scorer_cost_usd_per_candidate": e.ScorerCostUSDPerCandidate,
+	} {
+		if !validCost(v) {
+			return fmt.Errorf("budget: best-of-N estimate %s is %v", name, v)
+		}
 	}
 	n := float64(candidates)
 	for _, l := range []struct {
@@ -54,10 +60,11 @@ func PreflightBestOfN(b plan.Budget, e plan.Estimate, candidates int) error {
 		}
 	}
 	if m := b.MaxCostUSD; m > 0 {
-		if e.CostUSDPerCandidate == 0 {
-			return &ZeroEstimateError{Limit: MaxCostUSD, Estimates: []string{"cost_usd_per_candidate"}}
+		per := e.CostUSDPerCandidate + e.ScorerCostUSDPerCandidate
+		if per == 0 {
+			return &ZeroEstimateError{Limit: MaxCostUSD, Estimates: []string{"cost_usd_per_candidate", "scorer_cost_usd_per_candidate"}}
 		}
-		if need := n * e.CostUSDPerCandidate; need > m {
+		if need := n * per; need > m {
 			return &Exceeded{Limit: MaxCostUSD, Max: m, Used: need, Preflight: true}
 		}
 	}

@@ -115,3 +115,19 @@ func TestStageAllowsExactlyWhatIsLeft(t *testing.T) {
 		t.Error("a stage that needs an iteration was reserved with none left")
 	}
 }
+
+// The scorer's cost is estimated apart from the generation's, and the
+// preflight adds them; a judge-only cost is an estimate too.
+func TestPreflightBestOfNCountsTheScorerCost(t *testing.T) {
+	b := plan.Budget{MaxCostUSD: 1}
+	wantExceeded(t, PreflightBestOfN(b, plan.Estimate{CostUSDPerCandidate: 0.1, ScorerCostUSDPerCandidate: 0.2}, 4), MaxCostUSD, 1, 4*0.30000000000000004, true)
+	if err := PreflightBestOfN(b, plan.Estimate{CostUSDPerCandidate: 0.1, ScorerCostUSDPerCandidate: 0.1}, 4); err != nil {
+		t.Errorf("4 × $0.20 under $1: %v", err)
+	}
+	if err := PreflightBestOfN(b, plan.Estimate{ScorerCostUSDPerCandidate: 0.1}, 4); err != nil {
+		t.Errorf("a scorer cost alone is an estimate: %v", err)
+	}
+	if err := PreflightBestOfN(b, plan.Estimate{ScorerCostUSDPerCandidate: -1}, 4); err == nil {
+		t.Error("a negative scorer cost passed")
+	}
+}

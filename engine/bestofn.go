@@ -421,7 +421,7 @@ func (e *Engine) judgeCandidate(ctx context.Context, parent *run, bon *plan.Best
 	if judge == nil {
 		return bestofn.Score{Err: fmt.Errorf("judge %s is not in the plan", bon.Scorer.Judge)}
 	}
-	est := budget.Usage{Iterations: 1, ModelCalls: bon.Estimate.ScorerModelCallsPerCandidate, TotalTokens: bon.Estimate.ScorerTotalTokensPerCandidate}
+	est := budget.Usage{Iterations: 1, ModelCalls: bon.Estimate.ScorerModelCallsPerCandidate, TotalTokens: bon.Estimate.ScorerTotalTokensPerCandidate, CostUSD: bon.Estimate.ScorerCostUSDPerCandidate}
 	res, err := parent.acct.ReserveStage(est)
 	if err != nil {
 		return bestofn.Score{Stop: err}

@@ -392,3 +392,73 @@ agent "a" {
 		}
 	})
 }
+
+// A judge run reserves the scorer's own cost estimate before it starts: a
+// generation that cost more than its estimate leaves too little of
+// max_cost_usd for the judge's $0.60, and the run stops before the judge
+// is called (budget_exceeded, max_cost_usd) rather than after.
+func TestJudgeReservesTheScorerCost(t *testing.T) {
+	hcl := `
+model "m" {
+  provider = "scripted"
+  script   = "gen.json"
+  pricing {
+    input_usd_per_mtok  = 1000
+    output_usd_per_mtok = 1000
+  }
+}
+model "j" {
+  provider = "scripted"
+  script   = "judge.json"
+  pricing {
+    input_usd_per_mtok  = 1000
+    output_usd_per_mtok = 1000
+  }
+}
+agent "a" {
+  model = model.m
+}
+agent "judge" {
+  model = model.j
+}
+budget "agg" {
+  max_cost_usd     = 1
+  max_total_tokens = 0
+}
+best_of_n "answer" {
+  agent      = agent.a
+  candidates = 1
+  budget     = budget.agg
+  estimate {
+    cost_usd_per_candidate        = 0.3
+    scorer_cost_usd_per_candidate = 0.6
+  }
+  scorer {
+    judge = agent.judge
+  }
+}
+`
+	p, dir := fixture{"main.hcl": hcl,
+		"gen.json":   `{"turns": [{"content": "42", "usage": {"prompt_tokens": 400, "completion_tokens": 100, "total_tokens": 500}}]}`,
+		"judge.json": `{"turns": [{"content": "{\"score\": 1}"}]}`,
+	}.compile(t)
+	e, rec := newEngine(t, p, dir, nil)
+	res, err := e.BestOfN(context.Background(), "answer", "6 * 7?", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != BudgetExceeded || res.Termination.Limit != "max_cost_usd" {
+		t.Fatalf("termination %s; want budget_exceeded (max_cost_usd)", res.Termination)
+	}
+	if !strings.Contains(res.Termination.Detail, "would use $1.1") {
+		t.Errorf("detail %q; want the generation's $0.50 and the judge's $0.60", res.Termination.Detail)
+	}
+	for _, ev := range rec.events {
+		if ev.Type == journal.ReasoningComplete && ev.Agent == "agent.judge" {
+			t.Errorf("the judge was called: %s", ev.Data)
+		}
+	}
+	if u := res.Usage; math.Abs(u.CostUSD-0.5) > 1e-9 {
+		t.Errorf("usage %+v; want the generation's $0.50 only", u)
+	}
+}

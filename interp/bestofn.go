@@ -58,6 +58,7 @@ func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 		CostUSDPerCandidate:           c.number(eb, "cost_usd_per_candidate", de.CostUSDPerCandidate),
 		ScorerModelCallsPerCandidate:  c.integer(eb, "scorer_model_calls_per_candidate", de.ScorerModelCallsPerCandidate),
 		ScorerTotalTokensPerCandidate: c.integer(eb, "scorer_total_tokens_per_candidate", de.ScorerTotalTokensPerCandidate),
+		ScorerCostUSDPerCandidate:     c.number(eb, "scorer_cost_usd_per_candidate", de.ScorerCostUSDPerCandidate),
 	}
 	sb := b.One("scorer")
 	if sb == nil {
