@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,5 +134,125 @@ agent "planner" {
 			t.Errorf("a step started: %v", eventTypes(evs))
 			break
 		}
+	}
+}
+
+// selectorConfig is a best-of-N block of three candidates (temperatures 0,
+// 1, 2, each with its own scripted answer) whose command selector is
+// pick.sh, under a rules policy with the given allow list.
+func selectorConfig(t *testing.T, allow string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.hcl", `
+model "offline" {
+  provider = "scripted"
+  script   = "answers.json"
+}
+
+policy "rules" {
+  rules {
+    allow = [`+allow+`]
+  }
+}
+
+agent "writer" {
+  model    = model.offline
+  policies = [policy.rules]
+}
+
+best_of_n "answer" {
+  agent      = agent.writer
+  candidates = 3
+  vary {
+    temperature = candidate.index
+  }
+  scorer {
+    expr = 1
+  }
+  selector {
+    kind   = "command"
+    effect = "read"
+    command {
+      argv = ["sh", "./pick.sh"]
+    }
+  }
+}
+`)
+	writeFile(t, dir, "answers.json", `{"turns": [
+  {"when_temperature": 0, "content": "zero"},
+  {"when_temperature": 1, "content": "one"},
+  {"when_temperature": 2, "content": "two"}
+]}`)
+	// The selector records what it was given, its idempotency key and its
+	// process group (field 5 of /proc/self/stat), then chooses candidate 1.
+	writeFile(t, dir, "pick.sh", `cat > input.json
+printf '%s' "$SYMBI_IDEMPOTENCY_KEY" > key.txt
+[ -r /proc/$$/stat ] && { set -- $(cat /proc/$$/stat); echo "$1 $5" > group.txt; }
+echo '{"index": 1, "reason": "one reads best"}'
+`)
+	return dir
+}
+
+// A best-of-N command selector through the binary: its call is gated by the
+// agent's rules under the block's name, it runs in its own process group
+// with the call's idempotency key, the candidate it prints is the answer on
+// stdout, and `symbi runs show` shows the call and the choice. Where no
+// policy allows it, nothing is selected and the run exits 3 (policy_denial).
+func TestCommandSelectorThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	dir := selectorConfig(t, `"best_of_n.answer"`)
+	state := filepath.Join(t.TempDir(), "state")
+	r := symbi(t, call{dir: dir}, "run", "--best-of", "answer", "--state-dir", state, ".", "Which?")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "one" {
+		t.Fatalf("want exit 0 and the answer of candidate 1\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "best_of_n.answer") {
+		t.Errorf("stderr does not show the selector's call:\n%s", r.stderr)
+	}
+	id := onlyRun(t, state)
+	evs := readJournal(t, state, id)
+	in, err := os.ReadFile(filepath.Join(dir, "input.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Candidates []struct {
+			Index   int    `json:"index"`
+			Content string `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(in, &got); err != nil || len(got.Candidates) != 3 || got.Candidates[1].Content != "one" {
+		t.Errorf("the selector read %s (%v)", in, err)
+	}
+	if key, _ := os.ReadFile(filepath.Join(dir, "key.txt")); !strings.HasPrefix(string(key), id) {
+		t.Errorf("SYMBI_IDEMPOTENCY_KEY %q is not a key of run %s", key, id)
+	}
+	if g, err := os.ReadFile(filepath.Join(dir, "group.txt")); err == nil {
+		if f := strings.Fields(string(g)); len(f) != 2 || f[0] != f[1] {
+			t.Errorf("pid and process group %q: the selector does not lead its own group", g)
+		}
+	}
+	sel := eventsOf[journal.CandidateSelectedData](t, evs, journal.CandidateSelected)
+	if len(sel) != 1 || sel[0].Index != 1 || sel[0].Selector != "command" || sel[0].Reason != "one reads best" {
+		t.Errorf("candidate_selected %+v", sel)
+	}
+	if end := terminated(t, evs); end.Answer != "one" || end.Usage.ToolCalls != 1 {
+		t.Errorf("terminated %+v", end)
+	}
+	show := symbi(t, call{dir: dir}, "runs", "show", id, "--state-dir", state)
+	for _, want := range []string{"tools_dispatched", "best_of_n.answer", "candidate_selected"} {
+		if !strings.Contains(show.stdout, want) {
+			t.Errorf("runs show does not have %q:\n%s", want, show.stdout)
+		}
+	}
+
+	denied := selectorConfig(t, `"calculator"`)
+	state = filepath.Join(t.TempDir(), "state")
+	r = symbi(t, call{dir: denied}, "run", "--best-of", "answer", "--state-dir", state, ".", "Which?")
+	if r.code != 3 || strings.TrimSpace(r.stdout) != "" || !strings.Contains(r.stderr, "policy_denial") {
+		t.Errorf("a selector no policy allows: want exit 3, policy_denial, no answer\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(denied, "input.json")); err == nil {
+		t.Error("the denied selector ran")
 	}
 }

@@ -206,6 +206,14 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			return e.scoreCandidate(ctx, r, exprs, bon, input, c)
 		}
 		b.Key = func(c *Candidate) (string, error) { return bestofn.Key(exprs, bon, c) }
+		if bon.Selector.Kind == "command" {
+			b.Choose = func(ctx context.Context, cs []Candidate) (bestofn.Choice, error) {
+				if err := waitOpen(); err != nil {
+					return bestofn.Choice{}, err
+				}
+				return e.commandSelect(ctx, r, bon, input, cs)
+			}
+		}
 		o := b.Run(runCtx)
 		if err := waitOpen(); err != nil {
 			return nil, err
@@ -217,6 +225,8 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		switch {
 		case o.Stop != nil:
 			runErr = o.Stop
+		case o.SelectErr != nil:
+			runErr = o.SelectErr
 		case o.Selected >= 0:
 			out.Selected = &out.Candidates[o.Selected]
 			// Candidates run quietly; the selected answer is the one shown.

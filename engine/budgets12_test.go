@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -460,5 +463,141 @@ best_of_n "answer" {
 	}
 	if u := res.Usage; math.Abs(u.CostUSD-0.5) > 1e-9 {
 		t.Errorf("usage %+v; want the generation's $0.50 only", u)
+	}
+}
+
+// selectorHCL is a best-of-N block of three candidates whose command
+// selector is pick.sh (the test writes it), under policy.p.
+func selectorHCL(rules string) string {
+	return `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+policy "p" {
+  rules {
+    ` + rules + `
+  }
+}
+agent "a" {
+  model    = model.m
+  policies = [policy.p]
+}
+best_of_n "answer" {
+  agent      = agent.a
+  candidates = 3
+  scorer {
+    expr = 1
+  }
+  selector {
+    kind   = "command"
+    effect = "none"
+    command {
+      argv = ["sh", "./pick.sh"]
+    }
+  }
+}
+`
+}
+
+// A command selector is a tool call named after its block, gated by the
+// agent's policies, counted on the budget and journalled like any; it gets
+// the eligible candidates as JSON on stdin and the call's idempotency key
+// in its environment, and what it prints is parsed strictly: a denied,
+// failed or unreadable selection selects nothing.
+func TestCommandSelector(t *testing.T) {
+	const script = `{"turns": [{"content": "an answer"}], "on_exhausted": "repeat_last"}`
+	run := func(t *testing.T, rules, pick string) (*BestOfNResult, []journal.Event, string) {
+		t.Helper()
+		p, dir := fixture{"main.hcl": selectorHCL(rules), "script.json": script, "pick.sh": pick}.compile(t)
+		e, _ := newEngine(t, p, dir, nil)
+		res, err := e.BestOfN(context.Background(), "answer", "task", RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, journalOf(t, e, res.RunID), dir
+	}
+	t.Run("allowed", func(t *testing.T) {
+		res, evs, dir := run(t, `allow = ["best_of_n.answer"]`,
+			`cat > input.json; printf '%s' "$SYMBI_IDEMPOTENCY_KEY" > key.txt; echo '{"index": 2, "reason": "the third reads best"}'`)
+		if res.Termination.Reason != Completed || res.Selected == nil || res.Selected.Index != 2 {
+			t.Fatalf("termination %s, selected %+v", res.Termination, res.Selected)
+		}
+		if res.Usage.ToolCalls != 1 || res.Usage.ModelCalls != 3 {
+			t.Errorf("usage %+v; want the three candidates' calls and the selector's one tool call", res.Usage)
+		}
+		in, err := os.ReadFile(filepath.Join(dir, "input.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			BestOfN    string `json:"best_of_n"`
+			Task       string `json:"task"`
+			Candidates []struct {
+				Index   int    `json:"index"`
+				Content string `json:"content"`
+			} `json:"candidates"`
+		}
+		if err := json.Unmarshal(in, &got); err != nil || got.BestOfN != "best_of_n.answer" || got.Task != "task" || len(got.Candidates) != 3 || got.Candidates[2].Content != "an answer" {
+			t.Errorf("the selector read %s (%v)", in, err)
+		}
+		if key, _ := os.ReadFile(filepath.Join(dir, "key.txt")); !strings.HasPrefix(string(key), res.RunID) {
+			t.Errorf("SYMBI_IDEMPOTENCY_KEY = %q, want the call's key in run %s", key, res.RunID)
+		}
+		var order []string
+		for _, ev := range evs {
+			switch ev.Type {
+			case journal.PolicyEvaluated, journal.ToolsDispatched, journal.ToolResult, journal.CandidateSelected:
+				order = append(order, ev.Type)
+			}
+		}
+		if strings.Join(order, " ") != "policy_evaluated tools_dispatched tool_result candidate_selected" {
+			t.Errorf("journal %v", order)
+		}
+		var gate journal.PolicyEvaluatedData
+		var sel journal.CandidateSelectedData
+		for _, ev := range evs {
+			switch ev.Type {
+			case journal.PolicyEvaluated:
+				_ = ev.Decode(&gate)
+			case journal.CandidateSelected:
+				_ = ev.Decode(&sel)
+			}
+		}
+		if d := gate.Decisions; len(d) != 1 || d[0].Action.Tool != "best_of_n.answer" || d[0].Action.Effect != "none" || d[0].Decision.Outcome != "allow" {
+			t.Errorf("gate %+v", gate)
+		}
+		if sel.Index != 2 || sel.Selector != "command" || sel.Reason != "the third reads best" {
+			t.Errorf("candidate_selected %+v", sel)
+		}
+	})
+	t.Run("denied", func(t *testing.T) {
+		res, _, dir := run(t, `allow = ["calculator"]`, `touch ran; echo 0`)
+		var den *DenialError
+		if res.Termination.Reason != PolicyDenial || !errors.As(res.Termination.Err, &den) || res.Answer != "" || res.Selected != nil {
+			t.Errorf("termination %s (%v), answer %q", res.Termination, res.Termination.Err, res.Answer)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+			t.Error("a denied selector ran")
+		}
+	})
+	for name, pick := range map[string]string{
+		"not an index": `echo 1.5`,
+		"not eligible": `echo 7`,
+		"too long":     `yes 0 | head -c 100000`,
+		"failed":       `echo broken >&2; exit 3`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, evs, _ := run(t, `allow = ["best_of_n.answer"]`, pick)
+			if res.Termination.Reason != Failed || res.Answer != "" || res.Selected != nil || !strings.Contains(res.Termination.Detail, "command selector best_of_n.answer") {
+				t.Errorf("termination %s: %s", res.Termination, res.Termination.Detail)
+			}
+			for _, ev := range evs {
+				var sel journal.CandidateSelectedData
+				if ev.Type == journal.CandidateSelected && (ev.Decode(&sel) != nil || sel.Index != -1 || sel.Reason == "") {
+					t.Errorf("candidate_selected %s", ev.Data)
+				}
+			}
+		})
 	}
 }

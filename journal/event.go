@@ -328,7 +328,7 @@ type CandidateScoredData struct {
 // candidate was eligible.
 type CandidateSelectedData struct {
 	Index    int     `json:"index"`
-	Selector string  `json:"selector"` // highest_score | majority_vote
+	Selector string  `json:"selector"` // highest_score | majority_vote | command
 	Key      string  `json:"key,omitempty"`
 	Votes    int     `json:"votes,omitempty"`
 	Score    float64 `json:"score"`

@@ -449,7 +449,15 @@ type Scorer struct {
 	Command *CommandExec `json:"command,omitempty"`
 }
 
+// Selector picks the candidate from the eligible ones. A command selector
+// (Kind "command") is a process, given the candidates as JSON on stdin,
+// that prints the chosen index; it runs as a tool call named after the
+// block (its address, "best_of_n.answer"), with Effect, gated by the
+// agent's policies (docs/reasoning.md#selection).
 type Selector struct {
-	Kind string `json:"kind"` // highest_score | majority_vote
-	Key  *Expr  `json:"key,omitempty"`
+	Kind    string       `json:"kind"` // highest_score | majority_vote | command
+	Key     *Expr        `json:"key,omitempty"`
+	Command *CommandExec `json:"command,omitempty"`
+	Effect  string       `json:"effect,omitempty"`  // a command selector's: none | read | write | destructive
+	Timeout Duration     `json:"timeout,omitempty"` // a command selector's
 }
