@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/provider"
@@ -254,5 +255,52 @@ func TestCommandSelectorThroughTheBinary(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(denied, "input.json")); err == nil {
 		t.Error("the denied selector ran")
+	}
+}
+
+// The usage reserved and not settled is reported beside the accounted
+// usage: `symbi runs show` of a run killed while its model call was in
+// flight says what that call holds (the estimate a resume charges), and
+// --json's summary always carries "reserved" beside "usage".
+func TestReservedBesideTheUsage(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t, fakeserver.WithLatency(time.Minute))
+	dir := t.TempDir()
+	writeFile(t, dir, "main.hcl", budgets12Model+`
+agent "a" {
+  model = model.m
+}
+`)
+	state := filepath.Join(t.TempDir(), "state")
+	p := start(t, call{dir: dir}, "run", "--state-dir", state, "--var", "base_url="+srv.URL(), ".", "slow question")
+	deadline := time.Now().Add(hangLimit)
+	var id string
+	for {
+		if runs, _ := journal.ListRuns(state); len(runs) == 1 {
+			id = runs[0].ID
+			if evs, _ := journal.ReadFile(journal.Path(state, id)); len(evs) > 0 && evs[len(evs)-1].Type == journal.ModelCallStarted && len(srv.Requests()) > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run never started its model call")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.cmd.Process.Kill()
+	p.wait(t)
+	show := symbi(t, call{dir: dir}, "runs", "show", id, "--state-dir", state)
+	head, _, _ := strings.Cut(show.stdout, "\n")
+	if show.code != 0 || !strings.Contains(head, "incomplete") || !strings.Contains(head, "reserved 1 model call") || !strings.Contains(head, "by the call in flight") {
+		t.Errorf("runs show's summary line %q does not report the call in flight\n%s", head, show)
+	}
+
+	fast := fakeserver.New(t, fakeserver.WithHandler(func(n int, req fakeserver.Request) fakeserver.Reply {
+		return fakeserver.Reply{Content: "quick answer"}
+	}))
+	r := symbi(t, call{dir: dir}, "run", "--json", "--state-dir", filepath.Join(t.TempDir(), "state"), "--var", "base_url="+fast.URL(), ".", "quick question")
+	s := jsonSummary(t, r.stdout)
+	if _, ok := s["reserved"].(map[string]any); !ok || r.code != 0 {
+		t.Errorf("exit %d, --json summary %v: no reserved beside usage", r.code, s)
 	}
 }

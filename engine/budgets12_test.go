@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -599,5 +600,87 @@ func TestCommandSelector(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// stepModel answers plan_execute's calls; step a's call waits until step
+// b's is in flight (reserved), and b's until a's sub-run has ended, so a
+// ends while b's call is reserved and not settled.
+type stepModel struct {
+	bStarted, aEnded chan struct{}
+}
+
+func (m *stepModel) Stream(ctx context.Context, req provider.Request, on func(provider.Event)) (provider.Response, error) {
+	last := req.Messages[len(req.Messages)-1].Content
+	resp := provider.Response{UsageKnown: true, Usage: provider.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}
+	switch {
+	case strings.Contains(last, "Break the task"):
+		resp.Content = `{"steps": [{"id": "a", "task": "A"}, {"id": "b", "task": "B"}]}`
+	case strings.Contains(last, "Your step (b)"):
+		close(m.bStarted)
+		select {
+		case <-m.aEnded:
+		case <-ctx.Done():
+			return provider.Response{}, ctx.Err()
+		}
+		resp.Content = "done B"
+	case strings.Contains(last, "Your step (a)"):
+		select {
+		case <-m.bStarted:
+		case <-ctx.Done():
+			return provider.Response{}, ctx.Err()
+		}
+		resp.Content = "done A"
+	default:
+		resp.Content = "final"
+	}
+	return resp, nil
+}
+
+// What a run's budget still held when it ended is reported beside its
+// usage: a plan step's sub-run that ends while its sibling's model call is
+// in flight says so in its terminated event and result (the parent run,
+// which waits for every step, holds nothing at its end).
+func TestTerminatedReportsTheReservedBesideTheUsage(t *testing.T) {
+	hcl := `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+agent "planner" {
+  model = model.m
+  loop {
+    mode = "plan_execute"
+  }
+  plan {
+    max_parallel_steps = 2
+  }
+}
+`
+	p, dir := fixture{"main.hcl": hcl, "script.json": `{"turns": []}`}.compile(t)
+	m := &stepModel{bStarted: make(chan struct{}), aEnded: make(chan struct{})}
+	var once sync.Once
+	e, _ := newEngine(t, p, dir, func(o *Options) {
+		o.Models = map[string]provider.Model{"model.m": m}
+		o.OnEvent = func(ev Event) {
+			if ev.Type == journal.Terminated && strings.HasSuffix(ev.RunID, ".a") {
+				once.Do(func() { close(m.aEnded) })
+			}
+		}
+	})
+	res := mustRun(t, e, "planner", "task", RunOptions{})
+	if res.Termination.Reason != Completed || res.Reserved != (budget.Amount{}) {
+		t.Fatalf("termination %s, reserved %+v; want completed with nothing held", res.Termination, res.Reserved)
+	}
+	evs := journalOf(t, e, res.RunID+".a")
+	var d journal.TerminatedData
+	if err := evs[len(evs)-1].Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Reserved == nil || d.Reserved.ModelCalls != 1 || d.Reserved.TotalTokens <= 0 {
+		t.Fatalf("step a's terminated %s; want step b's call reserved", evs[len(evs)-1].Data)
+	}
+	if s := journal.Summarize(evs); s.Reserved != *d.Reserved {
+		t.Errorf("summary reserved %+v", s.Reserved)
 	}
 }

@@ -361,6 +361,7 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		Answer:      r.answer,
 		Termination: t,
 		Usage:       usage,
+		Reserved:    r.acct.Reserved().Amount(),
 		Iterations:  r.iter,
 		Elapsed:     r.e.opts.Now().Sub(r.start),
 	}
@@ -381,6 +382,9 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		Usage:      res.Usage,
 		DurationMS: res.Elapsed.Milliseconds(),
 		Answer:     res.Answer,
+	}
+	if res.Reserved != (budget.Amount{}) {
+		data.Reserved = &res.Reserved
 	}
 	if t.Err != nil {
 		data.Error = t.Err.Error()

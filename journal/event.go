@@ -404,7 +404,12 @@ type TerminatedData struct {
 	Limit      string        `json:"limit,omitempty"`
 	Iterations int           `json:"iterations"`
 	Usage      budget.Amount `json:"usage"`
-	DurationMS int64         `json:"duration_ms"`
-	Answer     string        `json:"answer,omitempty"`
-	Error      string        `json:"error,omitempty"`
+	// Reserved is what the run's budget still held for calls in flight,
+	// reserved but not settled, when it ended; nil when nothing (a run
+	// settles its own calls before it ends; a plan step's sibling may not
+	// have).
+	Reserved   *budget.Amount `json:"reserved,omitempty"`
+	DurationMS int64          `json:"duration_ms"`
+	Answer     string         `json:"answer,omitempty"`
+	Error      string         `json:"error,omitempty"`
 }
