@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
@@ -438,9 +437,9 @@ func (p *runPrinter) summary(res *engine.Result) {
 		// `symbi runs` and `resume` look in ./.symbi unless told otherwise.
 		where = " (--state-dir " + p.stateDir + ")"
 	}
-	reserved := ""
-	if res.Reserved != (budget.Amount{}) {
-		reserved = " · " + render.Reserved(res.Reserved)
+	reserved := render.Reserved(res.Reserved)
+	if reserved != "" {
+		reserved = " · " + reserved
 	}
 	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f%s · %s · run %s%s\n",
 		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD, reserved,

@@ -51,8 +51,11 @@ func Usage(iterations int, u budget.Amount) string {
 }
 
 // Reserved says what a run's budget held for calls not settled, beside
-// its usage: "reserved 1 model call, 612 tokens, $0.0006".
+// its usage: "reserved 1 model call, 612 tokens, $0.0006"; "" for nothing.
 func Reserved(u budget.Amount) string {
+	if u == (budget.Amount{}) {
+		return ""
+	}
 	return fmt.Sprintf("reserved %s, %d tokens, $%.4f", plural(int(u.ModelCalls), "model call"), u.TotalTokens, u.CostUSD)
 }
 
