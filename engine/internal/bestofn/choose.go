@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,9 +69,25 @@ func SelectorInput(addr, task string, cs []Candidate) (json.RawMessage, []int, e
 	return b, eligible, err
 }
 
-// wholeNumber is a JSON integer as a selector writes an index: no sign
-// but minus, no fraction, no exponent, no leading zeros.
-var wholeNumber = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
+// wholeNumber reports whether s is a JSON integer as a selector writes an
+// index: 0, or digits not starting with 0 after an optional minus; no
+// plus, fraction or exponent. (A function, not a regexp compiled when the
+// binary starts.)
+func wholeNumber(s string) bool {
+	if s == "0" {
+		return true
+	}
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // ParseChoice reads a command selector's output, which is hostile input:
 // after surrounding white space, exactly a JSON integer ("1") or an object
@@ -117,7 +132,7 @@ func ParseChoice(out string, eligible []int) (Choice, error) {
 	} else {
 		num = s
 	}
-	if !wholeNumber.MatchString(num) {
+	if !wholeNumber(num) {
 		return Choice{}, fmt.Errorf("%w: %s is not a whole number (want an index such as 0, or {\"index\": 0})", ErrBadChoice, quoteShort(num))
 	}
 	i, err := strconv.Atoi(num)
