@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/provider"
 )
@@ -682,5 +683,22 @@ agent "planner" {
 	}
 	if s := journal.Summarize(evs); s.Reserved != *d.Reserved {
 		t.Errorf("summary reserved %+v", s.Reserved)
+	}
+}
+
+// examples/best_of_n_selector.hcl runs as its comment says: the selector,
+// allowed by the agent's rules, picks the shortest of the three answers.
+func TestBestOfNSelectorExample(t *testing.T) {
+	cfg, diags := interp.Compile("../examples/best_of_n_selector.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	e, _ := newEngine(t, cfg.Plan, cfg.BaseDir, nil)
+	res, err := e.BestOfN(context.Background(), "concise", "What is 6 * 7?", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Termination.Reason != Completed || res.Selected == nil || res.Selected.Index != 1 || res.Answer != "42." {
+		t.Fatalf("termination %s, answer %q, selected %+v", res.Termination, res.Answer, res.Selected)
 	}
 }
