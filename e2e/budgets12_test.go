@@ -304,3 +304,73 @@ agent "a" {
 		t.Errorf("exit %d, --json summary %v: no reserved beside usage", r.code, s)
 	}
 }
+
+// A best-of-N block's aggregate budget shares max_iterations with its
+// candidates: two candidates of two iterations each under max_iterations =
+// 3 run three in all, the second stopped at the one left. Before, each ran
+// under its agent's budget alone and the aggregate limit was never read.
+func TestBestOfNSharesMaxIterations(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.hcl", `
+model "offline" {
+  provider = "scripted"
+  script   = "turns.json"
+}
+
+tool "calculator" {
+  description = "arithmetic"
+  builtin     = "calculator"
+}
+
+policy "rules" {
+  rules {
+    allow = ["calculator"]
+  }
+}
+
+agent "a" {
+  model    = model.offline
+  tools    = [tool.calculator]
+  policies = [policy.rules]
+}
+
+budget "agg" {
+  max_iterations = 3
+}
+
+best_of_n "answer" {
+  agent           = agent.a
+  candidates      = 2
+  max_concurrency = 1
+  side_effects    = "allow"
+  budget          = budget.agg
+  estimate {
+    total_tokens_per_candidate = 100
+  }
+  scorer {
+    expr = 1
+  }
+}
+`)
+	writeFile(t, dir, "turns.json", `{"turns": [
+  {"when": "^task$", "tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]},
+  {"when": "^2$", "content": "two"}
+], "on_exhausted": "repeat_last"}`)
+	state := filepath.Join(t.TempDir(), "state")
+	r := symbi(t, call{dir: dir}, "run", "--best-of", "answer", "--state-dir", state, ".", "task")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "two" {
+		t.Fatalf("want exit 0 and candidate 0's answer\n%s", r)
+	}
+	evs := readJournal(t, state, onlyRun(t, state))
+	var statuses []string
+	for _, c := range eventsOf[journal.CandidateFinishedData](t, evs, journal.CandidateFinished) {
+		statuses = append(statuses, c.Status)
+	}
+	if strings.Join(statuses, " ") != "eligible budget_exceeded" {
+		t.Errorf("candidates %v; want the second stopped at the iteration left", statuses)
+	}
+	if end := terminated(t, evs); end.Iterations != 3 {
+		t.Errorf("%d iterations under an aggregate max_iterations of 3", end.Iterations)
+	}
+}
