@@ -38,6 +38,10 @@ type Accountant struct {
 	used     Usage // Elapsed holds time from earlier attempts only
 	reserved Usage
 	err      error
+	// floor is what used starts with that was never used: a stage's limit
+	// with nothing left is 1 with 1 used (a limit of 0 would be
+	// unlimited). Usage leaves it out, and so do the errors (Reservation.Stage).
+	floor Usage
 }
 
 // New returns an accountant for b; the timeout starts now. A zero field is
@@ -62,6 +66,12 @@ func (a *Accountant) elapsed() time.Duration {
 // returns the recorded one: the first limit hit is the one reported.
 func (a *Accountant) fail(err error) error {
 	if a.err == nil {
+		if ex, ok := err.(*Exceeded); ok {
+			if f := float64(a.floor.count(ex.Limit)); f > 0 {
+				ex.Max -= f
+				ex.Used -= f
+			}
+		}
 		a.err = err
 	}
 	return a.err
@@ -141,6 +151,25 @@ func (a *Accountant) PlanStep() error {
 	return a.count(MaxPlanSteps, a.b.MaxPlanSteps, func(u *Usage) *int64 { return &u.PlanSteps }, 1)
 }
 
+// PlanStepsFit checks, without counting them, that n more plan steps fit
+// under max_plan_steps: plan_execute checks a whole plan before its first
+// step runs, so that a plan the budget cannot finish fails as the budget
+// error it is rather than after some of its steps. The error is sticky
+// like every budget error; the steps are counted as they start (PlanStep).
+func (a *Accountant) PlanStepsFit(n int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.check(); err != nil {
+		return err
+	}
+	if m := a.b.MaxPlanSteps; m > 0 {
+		if want, _ := satAdd(a.used.PlanSteps, int64(max(n, 0))); want > m {
+			return a.fail(&Exceeded{Limit: MaxPlanSteps, Max: float64(m), Used: float64(want), Preflight: true})
+		}
+	}
+	return nil
+}
+
 // Reservation is a model call's share of the budget, held from before the
 // call starts until Commit or Release.
 type Reservation struct {
@@ -152,7 +181,8 @@ type Reservation struct {
 	out outputCap
 	// guarded by a.mu
 	settled  bool
-	streamed int64 // output tokens streamed so far, estimated (Streamed)
+	streamed int64          // output tokens streamed so far, estimated (Streamed)
+	counted  provider.Usage // what Commit or Release counted for the call
 }
 
 // outputCap is the most output a model call may produce, and the limit that
@@ -171,9 +201,17 @@ type outputCap struct {
 // prompt tokens, the estimated output tokens and their cost.
 func (r *Reservation) Estimate() Usage { return r.amount }
 
-// outputEstimate is how many completion tokens to reserve for a call: the
-// smaller of the call's max_output_tokens and the budget's
-// estimated_output_tokens_per_call, whichever are set.
+// OutputEstimate is how many completion tokens a call sent with
+// maxOutputTokens is estimated to produce, as ReserveModelCall reserves
+// them: the smaller of maxOutputTokens and the budget's
+// estimated_output_tokens_per_call, whichever are set (0 when neither is).
+// A router prices its candidates with it, so that the model it picks is
+// judged by the estimate the reservation then holds, not by the cap.
+func (a *Accountant) OutputEstimate(maxOutputTokens int) int64 {
+	return a.outputEstimate(max(int64(maxOutputTokens), 0))
+}
+
+// outputEstimate is OutputEstimate of a non-negative cap.
 func (a *Accountant) outputEstimate(maxOutput int64) int64 {
 	est := a.b.EstimatedOutputTokensPerCall
 	switch {
@@ -341,14 +379,31 @@ func (r *Reservation) Commit(u provider.Usage, known bool) error {
 		actual.CompletionTokens = nonNegative(u.CompletionTokens, r.amount.CompletionTokens)
 		sum, _ := satAdd(actual.PromptTokens, actual.CompletionTokens)
 		actual.TotalTokens = max(u.TotalTokens, sum)
-		actual.CostUSD = CallCost(r.pricing, provider.Usage{
-			PromptTokens: actual.PromptTokens, CompletionTokens: actual.CompletionTokens,
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
-		})
+		read := min(max(u.CacheReadTokens, 0), actual.PromptTokens)
+		r.counted = provider.Usage{
+			PromptTokens: actual.PromptTokens, CompletionTokens: actual.CompletionTokens, TotalTokens: actual.TotalTokens,
+			CacheReadTokens: read, CacheWriteTokens: min(max(u.CacheWriteTokens, 0), actual.PromptTokens-read),
+		}
+		actual.CostUSD = CallCost(r.pricing, r.counted)
+		return a.record(actual)
 	case r.streamed > actual.CompletionTokens:
 		actual = r.streamedUsage()
 	}
+	r.counted = provider.Usage{PromptTokens: actual.PromptTokens, CompletionTokens: actual.CompletionTokens, TotalTokens: actual.TotalTokens}
 	return a.record(actual)
+}
+
+// Counted is what Commit counted for the call, in the provider's terms: the
+// reported usage reconciled as Commit describes (a negative figure replaced
+// by its estimate, the total raised to prompt + completion, the cache
+// counts held within the prompt), or the estimate when the provider
+// reported none. Its CallCost is the cost Commit counted. The journal
+// records this, so that a journal's figures are the budget's. Zero before
+// the reservation is committed.
+func (r *Reservation) Counted() provider.Usage {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	return r.counted
 }
 
 // streamedUsage is one call of the estimated prompt and the output it
@@ -447,7 +502,7 @@ func (r *Reservation) Release() {
 func (a *Accountant) Usage() Usage {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	u := a.used
+	u := a.used.sub(a.floor)
 	u.Elapsed = a.elapsed()
 	return u
 }

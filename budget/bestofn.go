@@ -8,7 +8,8 @@ import (
 
 // PreflightBestOfN checks before any call that candidates × (generation +
 // scorer estimates) fits every aggregate limit that is set: max_model_calls,
-// max_total_tokens and max_cost_usd. A set limit whose combined estimate is
+// max_total_tokens and max_cost_usd (cost_usd_per_candidate +
+// scorer_cost_usd_per_candidate). A set limit whose combined estimate is
 // zero is an error (ErrZeroEstimate), since nothing would stop N candidates
 // spending N times what the author meant. The compiler runs it so that an
 // impossible best_of_n block never reaches the engine.
@@ -26,25 +27,31 @@ func PreflightBestOfN(b plan.Budget, e plan.Estimate, candidates int) error {
 			return fmt.Errorf("budget: best-of-N estimate %s is negative (%d)", name, v)
 		}
 	}
-	if !validCost(e.CostUSDPerCandidate) {
-		return fmt.Errorf("budget: best-of-N estimate cost_usd_per_candidate is %v", e.CostUSDPerCandidate)
+	for name, v := range map[string]float64{
+		"cost_usd_per_candidate":        e.CostUSDPerCandidate,
+		"scorer_cost_usd_per_candidate": e.ScorerCostUSDPerCandidate,
+	} {
+		if !validCost(v) {
+			return fmt.Errorf("budget: best-of-N estimate %s is %v", name, v)
+		}
 	}
 	n := float64(candidates)
 	for _, l := range []struct {
-		limit, fields string
-		max           int64
-		per           float64
+		limit  string
+		fields []string
+		max    int64
+		per    float64
 	}{
-		{MaxModelCalls, "model_calls_per_candidate + scorer_model_calls_per_candidate", b.MaxModelCalls,
+		{MaxModelCalls, []string{"model_calls_per_candidate", "scorer_model_calls_per_candidate"}, b.MaxModelCalls,
 			float64(e.ModelCallsPerCandidate) + float64(e.ScorerModelCallsPerCandidate)},
-		{MaxTotalTokens, "total_tokens_per_candidate + scorer_total_tokens_per_candidate", b.MaxTotalTokens,
+		{MaxTotalTokens, []string{"total_tokens_per_candidate", "scorer_total_tokens_per_candidate"}, b.MaxTotalTokens,
 			float64(e.TotalTokensPerCandidate) + float64(e.ScorerTotalTokensPerCandidate)},
 	} {
 		if l.max <= 0 {
 			continue
 		}
 		if l.per == 0 {
-			return fmt.Errorf("%w: %s is set, so estimate %s must be more than 0", ErrZeroEstimate, l.limit, l.fields)
+			return &ZeroEstimateError{Limit: l.limit, Estimates: l.fields}
 		}
 		// In float64: the product of two large counts must not wrap or
 		// saturate to a value that happens to fit.
@@ -53,10 +60,11 @@ func PreflightBestOfN(b plan.Budget, e plan.Estimate, candidates int) error {
 		}
 	}
 	if m := b.MaxCostUSD; m > 0 {
-		if e.CostUSDPerCandidate == 0 {
-			return fmt.Errorf("%w: %s is set, so estimate cost_usd_per_candidate must be more than 0", ErrZeroEstimate, MaxCostUSD)
+		per := e.CostUSDPerCandidate + e.ScorerCostUSDPerCandidate
+		if per == 0 {
+			return &ZeroEstimateError{Limit: MaxCostUSD, Estimates: []string{"cost_usd_per_candidate", "scorer_cost_usd_per_candidate"}}
 		}
-		if need := n * e.CostUSDPerCandidate; need > m {
+		if need := n * per; need > m {
 			return &Exceeded{Limit: MaxCostUSD, Max: m, Used: need, Preflight: true}
 		}
 	}

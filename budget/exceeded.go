@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,5 +75,19 @@ var ErrUnpriced = errors.New("budget: max_cost_usd is set but the model has no p
 
 // ErrZeroEstimate is wrapped by PreflightBestOfN's error when a limit is
 // set but the estimate it would be checked against is zero, which would let
-// N candidates spend N times the intended budget unchecked.
+// N candidates spend N times the intended budget unchecked. The error is a
+// *ZeroEstimateError, which says which limit and which estimates.
 var ErrZeroEstimate = errors.New("budget: best-of-N estimate is zero for a set limit")
+
+// ZeroEstimateError is PreflightBestOfN's error for a set limit whose
+// estimate is zero. It wraps ErrZeroEstimate.
+type ZeroEstimateError struct {
+	Limit     string   // the budget field that is set: max_total_tokens, …
+	Estimates []string // the estimate fields whose sum is zero
+}
+
+func (e *ZeroEstimateError) Error() string {
+	return fmt.Sprintf("%v: %s is set, so estimate %s must be more than 0", ErrZeroEstimate, e.Limit, strings.Join(e.Estimates, " + "))
+}
+
+func (e *ZeroEstimateError) Unwrap() error { return ErrZeroEstimate }

@@ -73,14 +73,26 @@ func (r *Reservation) Settle(actual Usage) error {
 // smallest non-zero value (1, one nanosecond, the smallest cost), which the
 // stage's own accountant refuses to pass.
 func (r *Reservation) Limits(own plan.Budget) plan.Budget {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	return r.limits(own, r.othersHold())
+}
+
+// othersHold is what the accountant has used and what reservations other
+// than r hold. a.mu is held.
+func (r *Reservation) othersHold() Usage {
 	a := r.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	held := r.amount
 	if r.settled {
 		held = Usage{}
 	}
 	t, _ := a.used.add(a.reserved.sub(held))
+	return t
+}
+
+// limits is Limits, given othersHold. a.mu is held.
+func (r *Reservation) limits(own plan.Budget, t Usage) plan.Budget {
+	a := r.a
 	capInt := func(limit, used int64, field *int64) {
 		if limit <= 0 {
 			return
@@ -112,6 +124,40 @@ func (r *Reservation) Limits(own plan.Budget) plan.Budget {
 		}
 	}
 	return own
+}
+
+// Stage returns the accountant a stage runs under: own (the stage's own
+// budget, e.g. its agent's) with every limit lowered as Limits lowers it,
+// except that a limit with nothing left allows exactly nothing, where
+// Limits has to say 1 (a plan.Budget's 0 is unlimited). So stages run one
+// after another pass no aggregate limit, counted or not; side by side they
+// pass one by no more than what they use beyond their estimates. Settle
+// the reservation with the stage accountant's Usage when the stage ends.
+func (r *Reservation) Stage(own plan.Budget, opts ...Option) *Accountant {
+	a := r.a
+	a.mu.Lock()
+	t := r.othersHold()
+	lim := r.limits(own, t)
+	b := a.b
+	a.mu.Unlock()
+	var floor Usage
+	empty := func(limit, used int64, f *int64) {
+		if limit > 0 && used >= limit {
+			*f = 1
+		}
+	}
+	empty(b.MaxIterations, t.Iterations, &floor.Iterations)
+	empty(b.MaxModelCalls, t.ModelCalls, &floor.ModelCalls)
+	empty(b.MaxToolCalls, t.ToolCalls, &floor.ToolCalls)
+	empty(b.MaxToolRounds, t.ToolRounds, &floor.ToolRounds)
+	empty(b.MaxReflectionAttempts, t.ReflectionAttempts, &floor.ReflectionAttempts)
+	empty(b.MaxPlanSteps, t.PlanSteps, &floor.PlanSteps)
+	empty(b.MaxPromptTokens, t.PromptTokens, &floor.PromptTokens)
+	empty(b.MaxCompletionTokens, t.CompletionTokens, &floor.CompletionTokens)
+	empty(b.MaxTotalTokens, t.TotalTokens, &floor.TotalTokens)
+	s := New(lim, opts...)
+	s.floor, s.used = floor, floor
+	return s
 }
 
 // firstPassed returns the first limit that u passes, in the order of

@@ -26,8 +26,7 @@ type Usage struct {
 
 // Amount is an amount of budget in the units a run reports: model and tool
 // calls, tokens and USD. A run's result, the journal's usage objects and
-// best-of-N's ledger (what candidates used, reserved and are estimated to
-// use) are Amounts; policies see one as the input's run.usage
+// best-of-N candidates' usage are Amounts; policies see one as the input's run.usage
 // (policy.Usage, the same fields).
 type Amount struct {
 	ModelCalls       int64   `json:"model_calls"`
@@ -89,6 +88,31 @@ func (u Usage) sub(v Usage) Usage {
 		TotalTokens:        f(u.TotalTokens, v.TotalTokens),
 		CostUSD:            max(u.CostUSD-v.CostUSD, 0),
 	}
+}
+
+// count is the counter a limit counts, 0 for one that is not a count.
+func (u Usage) count(limit string) int64 {
+	switch limit {
+	case MaxIterations:
+		return u.Iterations
+	case MaxModelCalls:
+		return u.ModelCalls
+	case MaxToolCalls:
+		return u.ToolCalls
+	case MaxToolRounds:
+		return u.ToolRounds
+	case MaxReflectionAttempts:
+		return u.ReflectionAttempts
+	case MaxPlanSteps:
+		return u.PlanSteps
+	case MaxPromptTokens:
+		return u.PromptTokens
+	case MaxCompletionTokens:
+		return u.CompletionTokens
+	case MaxTotalTokens:
+		return u.TotalTokens
+	}
+	return 0
 }
 
 // satAdd adds two non-negative counts, stopping at math.MaxInt64.

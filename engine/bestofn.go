@@ -100,16 +100,20 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	}
 	agentBudget := e.plan.Budget(e.plan.Agent(bon.Agent).Budget)
 	exprs := eval.New(e.opts.LookupEnv)
-	var ledger *bestofn.Ledger
-	aggregate := plan.Budget{}
+	aggregate := plan.Budget{} // without a budget: no aggregate limit, the usage still added up
 	if bon.Budget != "" {
 		aggregate = e.plan.Budget(bon.Budget)
-		ledger = bestofn.NewLedger(aggregate)
-	} else {
-		ledger = bestofn.NewLedger(plan.Budget{}) // no aggregate limits: accounting only
 	}
+	// One accountant is the aggregate budget: every stage (a candidate's
+	// generation, its judging) reserves from it and runs under its own
+	// accountant funded by it (ReserveStage, Reservation.Stage), and what
+	// the run does itself (pre-hydration, a command selector) counts on it
+	// directly. Its timeout is the block's deadline (cfg below), which ends
+	// the candidates running rather than refusing the next stage.
+	counted := aggregate
+	counted.Timeout = 0
 	parentRO := ro
-	parentRO.Budget = budget.New(aggregate)
+	parentRO.Budget = budget.New(counted)
 	r, err := e.newRun(ctx, bon.Agent, input, parentRO)
 	if err != nil {
 		return nil, err
@@ -178,11 +182,6 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		}
 		runErr = r.prehydrate(runCtx)
 		r.ro.SideEffects = sideEffects
-		if res, _, err := ledger.Reserve(budget.Amount{}, plan.Budget{}); err == nil {
-			if err := res.Reconcile(usageOf(r.acct)); err != nil && runErr == nil {
-				runErr = err
-			}
-		}
 	}
 	if runErr != nil {
 		out.Candidates = make([]Candidate, bon.Candidates)
@@ -201,12 +200,20 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			},
 		}
 		b.Generate = func(ctx context.Context, i int, cro RunOptions) bestofn.Generation {
-			return e.generateCandidate(ctx, r, exprs, bon, ledger, agentBudget, i, cro)
+			return e.generateCandidate(ctx, r, exprs, bon, agentBudget, i, cro)
 		}
 		b.Score = func(ctx context.Context, c *Candidate) bestofn.Score {
-			return e.scoreCandidate(ctx, r, exprs, bon, ledger, input, c)
+			return e.scoreCandidate(ctx, r, exprs, bon, input, c)
 		}
 		b.Key = func(c *Candidate) (string, error) { return bestofn.Key(exprs, bon, c) }
+		if bon.Selector.Kind == "command" {
+			b.Choose = func(ctx context.Context, cs []Candidate) (bestofn.Choice, error) {
+				if err := waitOpen(); err != nil {
+					return bestofn.Choice{}, err
+				}
+				return e.commandSelect(ctx, r, bon, input, cs)
+			}
+		}
 		o := b.Run(runCtx)
 		if err := waitOpen(); err != nil {
 			return nil, err
@@ -218,6 +225,8 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		switch {
 		case o.Stop != nil:
 			runErr = o.Stop
+		case o.SelectErr != nil:
+			runErr = o.SelectErr
 		case o.Selected >= 0:
 			out.Selected = &out.Candidates[o.Selected]
 			// Candidates run quietly; the selected answer is the one shown.
@@ -237,12 +246,13 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		// could not is a failed run, in the journal as in the result.
 		runErr = r.persistKnowledge(ctx)
 	}
-	out.Result = *r.finishBestOfN(ctx, runErr, ledger.Usage())
+	out.Result = *r.finishBestOfN(ctx, runErr, usageOf(r.acct))
 	return out, nil
 }
 
-// finishBestOfN is finish for a best-of-N run: the usage is the ledger's, not
-// an accountant's, and the iterations are the candidates'.
+// finishBestOfN is finish for a best-of-N run: the usage is the aggregate
+// accountant's (every stage, pre-hydration, the selector), and the
+// iterations are the candidates'.
 func (r *run) finishBestOfN(ctx context.Context, err error, usage budget.Amount) *Result {
 	t := r.classify(ctx, ctx, err)
 	var te *bestOfNTimeoutError
@@ -315,14 +325,19 @@ func (e *Engine) varyOptions(exprs *eval.Evaluator, bon *plan.BestOfN, index int
 }
 
 // generateCandidate runs one candidate: a full run of the agent, persisting
-// nothing, under its own accountant funded by the ledger.
-func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bestofn.Ledger, own plan.Budget, index int, ro RunOptions) bestofn.Generation {
-	est := budget.Amount{ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
-	res, allowance, err := ledger.Reserve(est, own)
+// nothing, under its own accountant funded by the aggregate (parent.acct):
+// its agent's budget, each limit lowered to what the aggregate has left that
+// other stages do not hold.
+func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, own plan.Budget, index int, ro RunOptions) bestofn.Generation {
+	// A run takes at least one iteration: a candidate the aggregate has no
+	// iteration left for is refused before it starts.
+	est := budget.Usage{Iterations: 1, ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
+	res, err := parent.acct.ReserveStage(est)
 	if err != nil {
 		return bestofn.Generation{Stop: err, Termination: string(BudgetExceeded)}
 	}
-	ro.Budget = budget.New(allowance)
+	acct := res.Stage(own)
+	ro.Budget = acct
 	ro.RunID = fmt.Sprintf("%s.c%d", parent.id, index)
 	if bon.SideEffects == SideEffectsIsolate && parent.agent.Loop.Mode == "plan_execute" {
 		res.Release()
@@ -339,7 +354,7 @@ func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval
 	}
 	result := cr.execute(ctx)
 	g := bestofn.Generation{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason), Iterations: result.Iterations}
-	if stop := res.Reconcile(result.Usage); stop != nil {
+	if stop := res.Settle(acct.Usage()); stop != nil {
 		g.Stop = stop
 		return g
 	}
@@ -394,10 +409,10 @@ func sideEffectBlock(conv []provider.Message, mode string) string {
 }
 
 // scoreCandidate scores one candidate with the block's scorer.
-func (e *Engine) scoreCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, ledger *bestofn.Ledger, input string, c *Candidate) bestofn.Score {
+func (e *Engine) scoreCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, input string, c *Candidate) bestofn.Score {
 	switch bon.Scorer.Kind {
 	case "judge":
-		return e.judgeCandidate(ctx, parent, bon, ledger, input, c)
+		return e.judgeCandidate(ctx, parent, bon, input, c)
 	case "expr":
 		v, diags := exprs.Deferred(*bon.Scorer.Expr, map[string]cty.Value{"candidate": bestofn.CandidateValue(c)})
 		if diags.HasErrors() {
@@ -411,18 +426,19 @@ func (e *Engine) scoreCandidate(ctx context.Context, parent *run, exprs *eval.Ev
 	return bestofn.Score{Score: 1, Accepted: true}
 }
 
-func (e *Engine) judgeCandidate(ctx context.Context, parent *run, bon *plan.BestOfN, ledger *bestofn.Ledger, input string, c *Candidate) bestofn.Score {
+func (e *Engine) judgeCandidate(ctx context.Context, parent *run, bon *plan.BestOfN, input string, c *Candidate) bestofn.Score {
 	judge := e.plan.Agent(bon.Scorer.Judge)
 	if judge == nil {
 		return bestofn.Score{Err: fmt.Errorf("judge %s is not in the plan", bon.Scorer.Judge)}
 	}
-	est := budget.Amount{ModelCalls: bon.Estimate.ScorerModelCallsPerCandidate, TotalTokens: bon.Estimate.ScorerTotalTokensPerCandidate}
-	res, allowance, err := ledger.Reserve(est, e.plan.Budget(judge.Budget))
+	est := budget.Usage{Iterations: 1, ModelCalls: bon.Estimate.ScorerModelCallsPerCandidate, TotalTokens: bon.Estimate.ScorerTotalTokensPerCandidate, CostUSD: bon.Estimate.ScorerCostUSDPerCandidate}
+	res, err := parent.acct.ReserveStage(est)
 	if err != nil {
 		return bestofn.Score{Stop: err}
 	}
+	acct := res.Stage(e.plan.Budget(judge.Budget))
 	ro := RunOptions{
-		Budget:      budget.New(allowance),
+		Budget:      acct,
 		NoJournal:   true,
 		Quiet:       true,
 		SideEffects: bon.SideEffects,
@@ -439,7 +455,7 @@ func (e *Engine) judgeCandidate(ctx context.Context, parent *run, bon *plan.Best
 		return bestofn.Score{Err: fmt.Errorf("judge %s: %w", judge.Address, err)}
 	}
 	s := bestofn.Score{Usage: result.Usage}
-	if stop := res.Reconcile(result.Usage); stop != nil {
+	if stop := res.Settle(acct.Usage()); stop != nil {
 		s.Stop = stop
 		return s
 	}

@@ -66,7 +66,7 @@
 // The pure parts of the modes and of the loop are small packages under
 // engine/internal/, each with its own tests: reflection (score parsing,
 // verdicts, prompts), planexec (plan parsing, validation, the scheduler),
-// bestofn (the runner, selectors, the ledger), progress (the tracker),
+// bestofn (the runner, the selectors), progress (the tracker),
 // prehydrate (references and resolver arguments), redact (the redactor),
 // estimate (token estimates) and, shared by those, answer and msgkey. The
 // drivers that need the run stay here; the names the engine exported

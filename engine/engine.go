@@ -126,8 +126,13 @@ type Result struct {
 	Answer      string
 	Termination Termination
 	Usage       budget.Amount
-	Iterations  int
-	Elapsed     time.Duration
+	// Reserved is what the run's budget still held, reserved and not yet
+	// settled, when the run ended: nothing for a run whose calls are all
+	// settled (every run settles its own before it ends), the calls a
+	// plan step's siblings have in flight for a step's sub-run.
+	Reserved   budget.Amount
+	Iterations int
+	Elapsed    time.Duration
 }
 
 // ErrModeUnavailable is returned for a loop mode the engine does not know

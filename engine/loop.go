@@ -25,7 +25,7 @@ func (r *run) simple(ctx context.Context) error {
 	}
 	resp, err := r.reason(ctx, modelCall{msgs: r.conv})
 	if err != nil {
-		return err
+		return r.answerOverBudget(ctx, resp, err)
 	}
 	if resp.Content == "" {
 		return &provider.Error{Kind: provider.EmptyResponse, Detail: "simple mode", Err: fmt.Errorf("the model proposed %d tool call(s) but no answer, and simple mode runs no tools", len(resp.ToolCalls))}
@@ -66,7 +66,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	r.conv = fitted
 	resp, err := r.reason(ctx, r.reactCall())
 	if err != nil {
-		return false, err
+		return false, r.answerOverBudget(ctx, resp, err)
 	}
 	if len(resp.ToolCalls) == 0 {
 		return true, r.respond(ctx, resp)

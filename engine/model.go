@@ -43,7 +43,9 @@ type modelCall struct {
 
 // reason makes one model call: route, fit the context, reserve the budget
 // (capping max_output_tokens), write the call ahead, stream, reconcile,
-// journal. The model_call_started line goes out with every line held
+// journal. When the turn arrived but its usage passed a limit, it returns
+// the turn with the budget error; on every other error the response is
+// empty. The model_call_started line goes out with every line held
 // before it, in one write, before the request; the turn's own line is held
 // (see hold).
 func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error) {
@@ -67,8 +69,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	if maxOut == 0 {
 		maxOut = r.agent.Loop.MaxOutputTokens
 	}
-	// The router sees the output estimate the reservation will use.
-	m, spec, err := r.pickModel(ctx, c, est, int64(maxOut))
+	// The router prices the output estimate the reservation will hold
+	// (estimated_output_tokens_per_call), not the cap it is sent with.
+	m, spec, err := r.pickModel(ctx, c, est, r.acct.OutputEstimate(maxOut))
 	if err != nil {
 		return provider.Response{}, err
 	}
@@ -138,10 +141,11 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	// The turn happened: it is journalled even when its usage overshot a
 	// limit, and the budget error is returned after.
 	budgetErr := res.Commit(resp.Usage, resp.UsageKnown)
-	cost := budget.CallCost(spec.Pricing, resp.Usage)
-	if !resp.UsageKnown {
-		cost = res.Estimate().CostUSD
-	}
+	// The journal records what the budget counted (a malformed report
+	// reconciled, an unreported one estimated), so that its figures, a
+	// resume's and the accountant's agree.
+	usage := res.Counted()
+	cost := budget.CallCost(spec.Pricing, usage)
 	r.proposed = r.actionsOf(resp)
 	data := reasoningData{
 		ReasoningCompleteData: journal.ReasoningCompleteData{
@@ -149,7 +153,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 			Content:      resp.Content,
 			ToolCalls:    resp.ToolCalls,
 			Actions:      r.proposed,
-			Usage:        resp.Usage,
+			Usage:        usage,
 			UsageKnown:   resp.UsageKnown,
 			CostUSD:      cost,
 			FinishReason: resp.FinishReason,
@@ -164,7 +168,9 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		return provider.Response{}, err
 	}
 	if budgetErr != nil {
-		return provider.Response{}, budgetErr
+		// The turn arrived and was paid for: the caller may report it as
+		// the answer, with the limit (answerOverBudget).
+		return resp, budgetErr
 	}
 	return resp, nil
 }
@@ -189,11 +195,11 @@ func (r *run) writeAhead(spec *plan.Model, est budget.Usage) error {
 
 // pickModel returns the agent's model, or asks its router, journalling the
 // decision with every rejected model.
-func (r *run) pickModel(ctx context.Context, c modelCall, est, maxOut int64) (provider.Model, *plan.Model, error) {
+func (r *run) pickModel(ctx context.Context, c modelCall, est, out int64) (provider.Model, *plan.Model, error) {
 	addr := r.agent.Model
 	if rt := r.e.plan.Router(addr); rt != nil {
 		remaining, limited := remainingCost(r.acct)
-		req := routing.Requirements{EstimatedPromptTokens: est, EstimatedOutputTokens: maxOut, RemainingCostUSD: remaining, CostLimited: limited}
+		req := routing.Requirements{EstimatedPromptTokens: est, EstimatedOutputTokens: out, RemainingCostUSD: remaining, CostLimited: limited}
 		if len(c.tools) > 0 {
 			req.Capabilities = append(req.Capabilities, "tools")
 		}

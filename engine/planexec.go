@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/engine/internal/planexec"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/policy"
@@ -48,14 +49,10 @@ const maxReplans = 3
 // call whose answer is gated like any answer.
 func (r *run) planExecute(ctx context.Context) error {
 	cfg := r.agent.Plan
-	limit := cfg.MaxSteps
-	if b := r.e.plan.Budget(r.agent.Budget).MaxPlanSteps; b > 0 && (limit <= 0 || int(b) < limit) {
-		limit = int(b)
-	}
 	results := map[string]planexec.Result{}
 	tracker := NewProgressTracker(r.agent.Progress)
 	var order []string // step ids in the order their plans listed them
-	steps, err := r.makePlan(ctx, limit, nil, nil)
+	steps, err := r.makePlan(ctx, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -98,7 +95,7 @@ func (r *run) planExecute(ctx context.Context) error {
 		} else if !goOn {
 			break // skip: answer from what is done
 		}
-		if steps, err = r.makePlan(ctx, limit, results, failed); err != nil {
+		if steps, err = r.makePlan(ctx, results, failed); err != nil {
 			return err
 		}
 	}
@@ -136,7 +133,24 @@ const planProgressKey = "plan"
 // makePlan asks the model for a plan (or, after a failure, a plan for the
 // remaining work) and validates it. An invalid plan is sent back once with
 // what is wrong; a second invalid plan ends the run with its *PlanError.
-func (r *run) makePlan(ctx context.Context, limit int, done map[string]planexec.Result, failed *StepFailedError) ([]planexec.Step, error) {
+//
+// The model is told the most steps it may plan: plan.max_steps, or what
+// the budget's max_plan_steps has left when that is less. A plan over
+// max_steps is invalid (too_many_steps); one the budget cannot finish is
+// sent back the same way, and a second one ends the run with the budget
+// error (max_plan_steps, budget_exceeded), as every budget limit does.
+// With no step left, no plan is asked for.
+func (r *run) makePlan(ctx context.Context, done map[string]planexec.Result, failed *StepFailedError) ([]planexec.Step, error) {
+	maxSteps := r.agent.Plan.MaxSteps
+	limit, left := maxSteps, r.acct.Remaining().PlanSteps
+	if left != budget.Unlimited {
+		if left == 0 {
+			return nil, r.acct.PlanStepsFit(1)
+		}
+		if limit <= 0 || int64(limit) > left {
+			limit = int(left)
+		}
+	}
 	finished := map[string]bool{}
 	for id, res := range done {
 		finished[id] = res.Status == planexec.Done
@@ -158,7 +172,13 @@ func (r *run) makePlan(ctx context.Context, limit int, done map[string]planexec.
 		}
 		steps, err := planexec.Parse(resp.Content)
 		if err == nil {
-			err = planexec.Validate(steps, finished, limit)
+			err = planexec.Validate(steps, finished, maxSteps)
+		}
+		if err == nil && left != budget.Unlimited && int64(len(steps)) > left {
+			if try == 1 {
+				return nil, r.acct.PlanStepsFit(len(steps))
+			}
+			err = fmt.Errorf("%d steps, but the budget has %d plan steps left (max_plan_steps)", len(steps), left)
 		}
 		if err == nil {
 			data := journal.PlanCreatedData{Replan: failed != nil, Steps: make([]journal.PlanStep, len(steps))}
@@ -247,7 +267,8 @@ func (r *run) synthesize(ctx context.Context, order []string, results map[string
 	r.iter++
 	resp, err := r.reason(ctx, modelCall{msgs: msgs})
 	if err != nil {
-		return err
+		resp.ToolCalls = nil // as below: the synthesis answers, it does not act
+		return r.answerOverBudget(ctx, resp, err)
 	}
 	if len(resp.ToolCalls) > 0 && resp.Content == "" {
 		return errors.New("plan_execute: the synthesis call proposed tool calls instead of an answer")

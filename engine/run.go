@@ -86,6 +86,10 @@ type run struct {
 	// interrupted is what a resumed run found of the attempts before it
 	// (resumeState); nil for a run that was not resumed.
 	interrupted *interrupted
+	// paidAnswer: the answer arrived, was allowed and paid for, and its
+	// usage passed a limit (answerOverBudget); it is reported with the
+	// budget_exceeded termination.
+	paidAnswer bool
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -357,10 +361,11 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		Answer:      r.answer,
 		Termination: t,
 		Usage:       usage,
+		Reserved:    r.acct.Reserved().Amount(),
 		Iterations:  r.iter,
 		Elapsed:     r.e.opts.Now().Sub(r.start),
 	}
-	if t.Reason != Completed {
+	if t.Reason != Completed && (t.Reason != BudgetExceeded || !r.paidAnswer) {
 		res.Answer = ""
 	}
 	// The caller prints the Result (the summary, --json): it is redacted
@@ -377,6 +382,9 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		Usage:      res.Usage,
 		DurationMS: res.Elapsed.Milliseconds(),
 		Answer:     res.Answer,
+	}
+	if res.Reserved != (budget.Amount{}) {
+		data.Reserved = &res.Reserved
 	}
 	if t.Err != nil {
 		data.Error = t.Err.Error()

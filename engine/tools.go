@@ -127,6 +127,13 @@ func (e *Engine) planToolNames() []string {
 	for i, t := range e.plan.Tools {
 		out[i] = strings.TrimPrefix(t.Address, "tool.")
 	}
+	// A command selector runs as a tool named after its block: a server's
+	// tool of that name must not pass for it in a policy.
+	for _, b := range e.plan.BestOfN {
+		if b.Selector.Kind == "command" {
+			out = append(out, b.Address)
+		}
+	}
 	return out
 }
 

@@ -58,6 +58,7 @@ func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 		CostUSDPerCandidate:           c.number(eb, "cost_usd_per_candidate", de.CostUSDPerCandidate),
 		ScorerModelCallsPerCandidate:  c.integer(eb, "scorer_model_calls_per_candidate", de.ScorerModelCallsPerCandidate),
 		ScorerTotalTokensPerCandidate: c.integer(eb, "scorer_total_tokens_per_candidate", de.ScorerTotalTokensPerCandidate),
+		ScorerCostUSDPerCandidate:     c.number(eb, "scorer_cost_usd_per_candidate", de.ScorerCostUSDPerCandidate),
 	}
 	sb := b.One("scorer")
 	if sb == nil {
@@ -83,20 +84,57 @@ func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 			c.errorf(sb.DefRange.Ptr(), "Scorer needs exactly one method", "A scorer needs exactly one of judge, expr and a command block; this one has %d.", len(kinds))
 		}
 	}
-	selb := b.One("selector")
-	n.Selector = plan.Selector{Kind: c.enum(selb, "kind", d.Selector.Kind, "highest_score", "majority_vote")}
-	if selb != nil && selb.Attrs["key"] != nil {
-		if n.Selector.Kind != "majority_vote" {
-			c.errorf(selb.Attrs["key"].NameRange.Ptr(), "Key without majority vote", "key groups candidates for kind = \"majority_vote\"; highest_score does not use it.")
-		} else {
-			n.Selector.Key = c.deferred(selb.Attrs["key"].Expr, "selector key", candidateVars...)
-		}
-	} else if n.Selector.Kind == "majority_vote" {
-		// The default key: answers that differ only in surrounding space agree.
-		n.Selector.Key = &plan.Expr{Source: plan.DefaultVoteKey, Range: c.prange(selb.DefRange)}
-	}
+	n.Selector = c.buildSelector(b.One("selector"), d.Selector)
 	return n
 }
+
+// buildSelector reads a best_of_n block's selector: highest_score (the
+// default), majority_vote with its key, or command with its command block,
+// effect and timeout.
+func (c *compiler) buildSelector(selb *lang.Block, d plan.Selector) plan.Selector {
+	s := plan.Selector{Kind: c.enum(selb, "kind", d.Kind, selectorKinds...)}
+	if selb == nil {
+		return s
+	}
+	if selb.Attrs["key"] != nil {
+		if s.Kind != "majority_vote" {
+			c.errorf(selb.Attrs["key"].NameRange.Ptr(), "Key without majority vote", "key groups candidates for kind = \"majority_vote\"; %s does not use it.", s.Kind)
+		} else {
+			s.Key = c.deferred(selb.Attrs["key"].Expr, "selector key", candidateVars...)
+		}
+	} else if s.Kind == "majority_vote" {
+		// The default key: answers that differ only in surrounding space agree.
+		s.Key = &plan.Expr{Source: plan.DefaultVoteKey, Range: c.prange(selb.DefRange)}
+	}
+	// Read whatever is there, so a value of the wrong type is reported
+	// whatever the kind; then keep it only for a command selector.
+	effect := c.enum(selb, "effect", plan.DefaultEffect, effects...)
+	timeout := c.duration(selb, "timeout", plan.DefaultSelectorTimeout)
+	cb := selb.One("command")
+	if s.Kind != "command" {
+		for _, name := range []string{"effect", "timeout"} {
+			if a := selb.Attrs[name]; a != nil {
+				c.errorf(a.NameRange.Ptr(), "Setting of a command selector", "%s belongs to kind = \"command\"; a %s selector runs no process.", name, s.Kind)
+			}
+		}
+		if cb != nil {
+			c.errorf(cb.DefRange.Ptr(), "Command without kind = \"command\"", "A command block makes a command selector: set kind = \"command\" (this selector is %s).", s.Kind)
+		}
+		return s
+	}
+	if cb == nil {
+		c.errorf(selb.DefRange.Ptr(), "Missing command block", "kind = \"command\" needs a command block: command { argv = [\"./pick.sh\"] }, a process given the candidates as JSON on stdin that prints the chosen index.")
+		return s
+	}
+	if a := selb.Attrs["timeout"]; a != nil && timeout <= 0 {
+		c.errorf(a.Expr.Range().Ptr(), "Invalid value", "timeout must be more than 0; leave it out for the default, %s.", plan.DefaultSelectorTimeout)
+		timeout = plan.DefaultSelectorTimeout
+	}
+	s.Command, s.Effect, s.Timeout = c.buildCommand(cb), effect, timeout
+	return s
+}
+
+var selectorKinds = []string{"highest_score", "majority_vote", "command"}
 
 func joinQuoted(list []string) string {
 	q := quoteAll(list)

@@ -3,6 +3,7 @@ package interp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -301,18 +302,38 @@ func (c *compiler) checkPreflight() {
 		}
 		subject := c.attrRange(n.Address, "candidates")
 		var ex *budget.Exceeded
+		var zero *budget.ZeroEstimateError
 		switch {
 		case errors.As(err, &ex):
 			c.errorf(subject, "Best-of-N does not fit its budget",
 				"%d candidates need %g by their estimates, more than %s %s = %g. Lower candidates, lower the estimates, or raise the limit.",
 				n.Candidates, ex.Used, n.Budget, ex.Limit, ex.Max)
-		case errors.Is(err, budget.ErrZeroEstimate):
-			c.errorf(subject, "Best-of-N estimate missing",
-				"%s: %v. Set it in the estimate block so the aggregate budget can be reserved before candidates start.", n.Budget, err)
+		case errors.As(err, &zero):
+			c.errorf(subject, "Best-of-N estimate missing", "%s", c.zeroEstimateDetail(n, zero))
 		default:
 			c.errorf(subject, "Best-of-N estimate invalid", "%v.", err)
 		}
 	}
+}
+
+// zeroEstimateDetail says which limit needs an estimate the best_of_n
+// block does not give, and how to fix it. A limit the budget block leaves
+// out and inherits from the defaults (max_total_tokens = 100000) is named
+// as such: the author who wrote only max_model_calls set no token limit
+// they know of.
+func (c *compiler) zeroEstimateDetail(n plan.BestOfN, zero *budget.ZeroEstimateError) string {
+	fields := strings.Join(zero.Estimates, " + ")
+	set := zero.Estimates[0]
+	if len(zero.Estimates) > 1 {
+		set += " (or " + strings.Join(zero.Estimates[1:], ", ") + ")"
+	}
+	if b := c.block(n.Budget); b != nil && b.Attrs[zero.Limit] == nil {
+		def := policy.BudgetLimits(plan.DefaultBudget())[zero.Limit]
+		return fmt.Sprintf("%s does not set %s, so it inherits the default %s = %v; that aggregate limit needs an estimate per candidate, and the estimate block leaves %s at 0. Set %s in %s's estimate block, or set %s = 0 in %s to leave it unlimited.",
+			n.Budget, zero.Limit, zero.Limit, def, fields, set, n.Address, zero.Limit, n.Budget)
+	}
+	return fmt.Sprintf("%s sets %s, so the estimate block must give %s more than 0: the aggregate budget is reserved from it before candidates start. Set %s in %s's estimate block.",
+		n.Budget, zero.Limit, fields, set, n.Address)
 }
 
 // hasUnknowns reports whether a block or one of its nested blocks had a

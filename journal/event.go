@@ -328,7 +328,7 @@ type CandidateScoredData struct {
 // candidate was eligible.
 type CandidateSelectedData struct {
 	Index    int     `json:"index"`
-	Selector string  `json:"selector"` // highest_score | majority_vote
+	Selector string  `json:"selector"` // highest_score | majority_vote | command
 	Key      string  `json:"key,omitempty"`
 	Votes    int     `json:"votes,omitempty"`
 	Score    float64 `json:"score"`
@@ -404,7 +404,12 @@ type TerminatedData struct {
 	Limit      string        `json:"limit,omitempty"`
 	Iterations int           `json:"iterations"`
 	Usage      budget.Amount `json:"usage"`
-	DurationMS int64         `json:"duration_ms"`
-	Answer     string        `json:"answer,omitempty"`
-	Error      string        `json:"error,omitempty"`
+	// Reserved is what the run's budget still held for calls in flight,
+	// reserved but not settled, when it ended; nil when nothing (a run
+	// settles its own calls before it ends; a plan step's sibling may not
+	// have).
+	Reserved   *budget.Amount `json:"reserved,omitempty"`
+	DurationMS int64          `json:"duration_ms"`
+	Answer     string         `json:"answer,omitempty"`
+	Error      string         `json:"error,omitempty"`
 }

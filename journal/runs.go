@@ -206,9 +206,14 @@ type RunSummary struct {
 	Limit      string        `json:"limit,omitempty"`   // the budget limit, for budget_exceeded
 	Iterations int           `json:"iterations"`
 	Usage      budget.Amount `json:"usage"`
-	Events     int           `json:"events"`
-	LastSeq    int64         `json:"last_seq"`
-	Error      string        `json:"error,omitempty"` // why the journal is unreadable or tampered
+	// Reserved is usage reserved but not settled: the terminated event's
+	// reserved, or, for a run without one, the estimate of the model call
+	// it had started and not finished (in flight when the process died,
+	// which a resume charges).
+	Reserved budget.Amount `json:"reserved,omitzero"`
+	Events   int           `json:"events"`
+	LastSeq  int64         `json:"last_seq"`
+	Error    string        `json:"error,omitempty"` // why the journal is unreadable or tampered
 	// Unsigned is set for a journal without MACs (ErrUnsigned): what it
 	// says cannot be verified.
 	Unsigned bool `json:"unsigned,omitempty"`
@@ -224,17 +229,29 @@ func Summarize(evs []Event) RunSummary {
 	}
 	first, last := evs[0], evs[len(evs)-1]
 	s.ID, s.Agent, s.Started, s.LastSeq = first.RunID, first.Agent, first.Time, last.Seq
+	// inFlight is the model call started and not (yet) finished: calls are
+	// made one at a time, so it is the last model_call_started without a
+	// reasoning_complete after it. A new attempt (started) charged it.
+	var inFlight budget.Amount
 	for _, ev := range evs {
 		if ev.Iteration > s.Iterations {
 			s.Iterations = ev.Iteration
 		}
 		switch ev.Type {
 		case Started:
+			inFlight = budget.Amount{}
 			var d StartedData
 			if ev.Decode(&d) == nil && d.Agent != "" && s.Agent == "" {
 				s.Agent = d.Agent
 			}
+		case ModelCallStarted:
+			var d ModelCallStartedData
+			if ev.Decode(&d) == nil {
+				inFlight = budget.Amount{ModelCalls: 1, PromptTokens: d.EstimatedPromptTokens, CompletionTokens: d.EstimatedCompletionTokens,
+					TotalTokens: d.EstimatedPromptTokens + d.EstimatedCompletionTokens, CostUSD: d.EstimatedCostUSD}
+			}
 		case ReasoningComplete:
+			inFlight = budget.Amount{}
 			var d ReasoningCompleteData
 			if ev.Decode(&d) == nil {
 				s.Usage.ModelCalls++
@@ -246,12 +263,19 @@ func Summarize(evs []Event) RunSummary {
 		case ToolResult:
 			s.Usage.ToolCalls++
 		case Terminated:
+			inFlight = budget.Amount{}
 			var d TerminatedData
 			if ev.Decode(&d) == nil {
 				s.Status, s.Limit, s.Iterations, s.Usage = d.Reason, d.Limit, d.Iterations, d.Usage
 				s.Finished = ev.Time
+				if d.Reserved != nil {
+					s.Reserved = *d.Reserved
+				}
 			}
 		}
+	}
+	if s.Finished.IsZero() {
+		s.Reserved = inFlight
 	}
 	return s
 }

@@ -326,6 +326,11 @@ func DefaultBestOfN() BestOfN {
 	}
 }
 
+// DefaultSelectorTimeout bounds one run of a command selector that sets no
+// timeout: a tool call's default (the agent's loop.tool_timeout bounds it
+// too). Its effect defaults to DefaultEffect, as a tool's does.
+const DefaultSelectorTimeout = DefaultToolTimeout
+
 // DefaultVoteKey is the key of a majority_vote selector that sets none:
 // answers that differ only in surrounding space agree.
 const DefaultVoteKey = "trimspace(candidate.content)"

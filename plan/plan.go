@@ -429,12 +429,16 @@ type BestOfN struct {
 	Range          Range           `json:"range"`
 }
 
+// Estimate is what one candidate's generation, and its scoring, are
+// expected to use: the best-of-N budget preflight multiplies it by the
+// candidates, and each stage reserves its part before it starts.
 type Estimate struct {
 	ModelCallsPerCandidate        int64   `json:"model_calls_per_candidate"`
 	TotalTokensPerCandidate       int64   `json:"total_tokens_per_candidate"`
 	CostUSDPerCandidate           float64 `json:"cost_usd_per_candidate"`
 	ScorerModelCallsPerCandidate  int64   `json:"scorer_model_calls_per_candidate"`
 	ScorerTotalTokensPerCandidate int64   `json:"scorer_total_tokens_per_candidate"`
+	ScorerCostUSDPerCandidate     float64 `json:"scorer_cost_usd_per_candidate"`
 }
 
 // Scorer scores one candidate. Exactly one of Judge, Expr and Command is set, matching Kind.
@@ -445,7 +449,15 @@ type Scorer struct {
 	Command *CommandExec `json:"command,omitempty"`
 }
 
+// Selector picks the candidate from the eligible ones. A command selector
+// (Kind "command") is a process, given the candidates as JSON on stdin,
+// that prints the chosen index; it runs as a tool call named after the
+// block (its address, "best_of_n.answer"), with Effect, gated by the
+// agent's policies (docs/reasoning.md#selection).
 type Selector struct {
-	Kind string `json:"kind"` // highest_score | majority_vote
-	Key  *Expr  `json:"key,omitempty"`
+	Kind    string       `json:"kind"` // highest_score | majority_vote | command
+	Key     *Expr        `json:"key,omitempty"`
+	Command *CommandExec `json:"command,omitempty"`
+	Effect  string       `json:"effect,omitempty"`  // a command selector's: none | read | write | destructive
+	Timeout Duration     `json:"timeout,omitempty"` // a command selector's
 }

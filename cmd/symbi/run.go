@@ -426,7 +426,7 @@ func (p *runPrinter) summary(res *engine.Result) {
 		jsonLine(p.stdout, map[string]any{
 			"event": "summary", "run": res.RunID, "agent": res.Agent, "answer": res.Answer,
 			"termination": res.Termination, "iterations": res.Iterations, "usage": res.Usage,
-			"elapsed_ms": res.Elapsed.Milliseconds(),
+			"reserved": res.Reserved, "elapsed_ms": res.Elapsed.Milliseconds(),
 		})
 		return
 	}
@@ -437,8 +437,12 @@ func (p *runPrinter) summary(res *engine.Result) {
 		// `symbi runs` and `resume` look in ./.symbi unless told otherwise.
 		where = " (--state-dir " + p.stateDir + ")"
 	}
-	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s%s\n",
-		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD,
+	reserved := render.Reserved(res.Reserved)
+	if reserved != "" {
+		reserved = " · " + reserved
+	}
+	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f%s · %s · run %s%s\n",
+		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD, reserved,
 		res.Elapsed.Round(1e6), res.RunID, where)
 }
 

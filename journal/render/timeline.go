@@ -26,7 +26,14 @@ func Timeline(evs []journal.Event) string {
 	if sum.Limit != "" {
 		fmt.Fprintf(&b, " (%s)", sum.Limit)
 	}
-	fmt.Fprintf(&b, ", %s\n", Usage(sum.Iterations, sum.Usage))
+	fmt.Fprintf(&b, ", %s", Usage(sum.Iterations, sum.Usage))
+	if sum.Reserved != (budget.Amount{}) {
+		fmt.Fprintf(&b, "; %s", Reserved(sum.Reserved))
+		if sum.Finished.IsZero() {
+			b.WriteString(" by the call in flight")
+		}
+	}
+	b.WriteString("\n")
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	start := evs[0].Time
 	for _, ev := range evs {
@@ -41,6 +48,15 @@ func Timeline(evs []journal.Event) string {
 func Usage(iterations int, u budget.Amount) string {
 	return fmt.Sprintf("%s, %s, %s, %d tokens, $%.4f",
 		plural(iterations, "iteration"), plural(int(u.ModelCalls), "model call"), plural(int(u.ToolCalls), "tool call"), u.TotalTokens, u.CostUSD)
+}
+
+// Reserved says what a run's budget held for calls not settled, beside
+// its usage: "reserved 1 model call, 612 tokens, $0.0006"; "" for nothing.
+func Reserved(u budget.Amount) string {
+	if u == (budget.Amount{}) {
+		return ""
+	}
+	return fmt.Sprintf("reserved %s, %d tokens, $%.4f", plural(int(u.ModelCalls), "model call"), u.TotalTokens, u.CostUSD)
 }
 
 func plural(n int, what string) string {
@@ -297,6 +313,9 @@ func eventText(ev journal.Event) string {
 			}
 			if d.Answer != "" {
 				s += ", answer " + quoteShort(d.Answer)
+			}
+			if d.Reserved != nil && *d.Reserved != (budget.Amount{}) {
+				s += ", " + Reserved(*d.Reserved)
 			}
 			if d.Error != "" {
 				s += ": " + d.Error

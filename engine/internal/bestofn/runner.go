@@ -50,6 +50,11 @@ type Runner[O any] struct {
 	Score    func(ctx context.Context, c *Candidate) Score
 	Key      func(c *Candidate) (string, error)
 	Record   func(typ string, data any)
+	// Choose is a command selector (Selector.Kind "command"): given every
+	// candidate, it returns the eligible one it chose. It runs under
+	// parent, after every candidate's events are recorded, and may record
+	// its own (the gate's decision, the call) through the journal directly.
+	Choose func(ctx context.Context, cs []Candidate) (Choice, error)
 }
 
 // errDeadline is the cause of the context of a run whose timeout passed.
@@ -63,6 +68,9 @@ type Outcome struct {
 	Selected   int
 	Stop       error
 	TimedOut   bool
+	// SelectErr is why a command selector chose none: its call was denied,
+	// failed, or printed no valid choice.
+	SelectErr error
 }
 
 // Run generates and scores the candidates, max_concurrency at a time, in
@@ -124,10 +132,10 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 		defer queueMu.Unlock()
 		events <- event{typ, data}
 	}
-	flush := func() {
+	flush := sync.OnceFunc(func() {
 		close(events)
 		<-written
-	}
+	})
 	// interrupted is the status of a candidate whose context ended early.
 	interrupted := func() Status {
 		mu.Lock()
@@ -180,6 +188,30 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 	}
 	sel, err := Select(b.Config.Selector.Kind, cs, b.Config.TieTolerance)
 	data := journal.CandidateSelectedData{Index: sel, Selector: b.Config.Selector.Kind}
+	if err == nil && b.Config.Selector.Kind == "command" {
+		// The candidates' lines reach the journal before the selector's
+		// own; the selector runs under the caller's context, not the
+		// block's deadline, which bounds the candidates.
+		flush()
+		record = b.Record
+		if b.Choose == nil {
+			err = errors.New("best-of-N: a command selector with nothing to run it")
+		} else {
+			var ch Choice
+			ch, err = b.Choose(parent, cs)
+			switch {
+			case err != nil:
+			case ch.Index < 0 || ch.Index >= len(cs) || cs[ch.Index].Status != Eligible:
+				err = fmt.Errorf("%w: candidate %d is not eligible", ErrBadChoice, ch.Index)
+			default:
+				sel, data.Reason = ch.Index, ch.Reason
+			}
+		}
+		if err != nil {
+			sel, out.SelectErr = -1, err
+		}
+		data.Index = sel
+	}
 	if err != nil {
 		data.Reason = err.Error()
 	} else {

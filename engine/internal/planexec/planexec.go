@@ -33,7 +33,7 @@ const (
 	KindMissingID         = "missing_id"         // a step without id or task
 	KindUnknownDependency = "unknown_dependency" // depends_on names no step
 	KindCycle             = "dependency_cycle"   // steps wait on each other
-	KindTooManySteps      = "too_many_steps"     // more than plan.max_steps or the budget's max_plan_steps
+	KindTooManySteps      = "too_many_steps"     // more than plan.max_steps (the budget's max_plan_steps is a budget error)
 )
 
 func (e *Error) Error() string {
