@@ -63,6 +63,7 @@ var allowed = map[string][]string{
 	"provider/anthropic":  {"plan", "provider"},
 	"provider/scripted":   {"plan", "provider", "stdlib"},
 	"provider/fakeserver": {"provider", "stdlib"},
+	"provider/cassette":   {"provider"},
 
 	// The compiler.
 	"interp": {"budget", "builtins", "lang", "plan", "policy", "stdlib"},
