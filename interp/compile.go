@@ -20,12 +20,12 @@ import (
 
 // Options are a compilation's inputs beyond the files.
 type Options struct {
-	Vars      map[string]string // --var name=value, strongest
-	VarFiles  []string          // --var-file, later files win
+	Vars     map[string]string // --var name=value, strongest
+	VarFiles []string          // --var-file, later files win
 	// Values are variables given as values rather than text (a test file's
 	// variables blocks), each with where it was written: stronger than
 	// --var-file and SYMBI_VAR_*, weaker than --var.
-	Values map[string]Value
+	Values    map[string]Value
 	LookupEnv func(string) (string, bool)
 	// Validate compiles with unknown values for variables that have no value,
 	// so that validation and planning run the same checks.
