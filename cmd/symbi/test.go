@@ -122,9 +122,12 @@ tests are invalid (or no test file, or no run matches -filter).`,
 	return cmd
 }
 
-// writeJUnit writes the report to path, through a temporary file, so a
-// CI step never reads half a report.
+// writeJUnit writes the report to path, making its directory, through a
+// temporary file, so a CI step never reads half a report.
 func writeJUnit(path string, report *symbitest.Report, sources map[string]*hcl.File) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".junit-*.xml")
 	if err != nil {
 		return err

@@ -373,14 +373,18 @@ func (c *Cassette) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Save writes the cassette to path atomically: a reader, or a run killed
-// while it writes, sees the old file or the new one, never half of one.
+// Save writes the cassette to path atomically, making its directory: a
+// reader, or a run killed while it writes, sees the old file or the new
+// one, never half of one.
 func (c *Cassette) Save(path string) error {
 	b, err := c.Encode()
 	if err != nil {
 		return err
 	}
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving the cassette: %w", err)
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
