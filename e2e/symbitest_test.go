@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/provider"
 	"github.com/symbi-dev/symbi/provider/fakeserver"
 )
 
@@ -465,5 +466,116 @@ run "as_scripted" {
 	}
 	if r := symbi(t, call{dir: dir}, "runs", "export", "latest", "--state-dir", ".symbi"); r.code != 2 {
 		t.Errorf("export without a format: %s", r)
+	}
+}
+
+// examplesCopy copies examples/ and the MCP test server's directory (the
+// MCP examples start it by a relative path) into a temporary directory,
+// so runs write nothing into the repository.
+func examplesCopy(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	copyTree(t, filepath.Join("..", "examples"), filepath.Join(root, "examples"))
+	if st, err := os.Stat(filepath.Join("..", "testdata", "mcp", "node_modules")); err == nil && st.IsDir() {
+		if err := os.Symlink(mustAbs(t, filepath.Join("..", "testdata")), filepath.Join(root, "testdata")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(root, "examples")
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestExampleCassettes records examples/anthropic.symbitest.hcl's cassette
+// from the fake server's Messages API (Claude thinks, calls the
+// calculator, answers) with symbi test -update, and compares it with the
+// committed one: a change in what the engine sends, or in how a cassette is
+// written, shows here as a diff. With -update the recording replaces the
+// committed cassette.
+func TestExampleCassettes(t *testing.T) {
+	srv := fakeserver.New(t, fakeserver.WithHandler(func(n int, req fakeserver.Request) fakeserver.Reply {
+		msgs := req.Anthropic.Messages
+		if last := msgs[len(msgs)-1]; len(last.Content) > 0 && last.Content[0].Type == "tool_result" {
+			return fakeserver.Reply{Chunks: []string{"17 × 23 ", "is 391."}, Usage: &provider.Usage{PromptTokens: 1200, CompletionTokens: 12, CacheReadTokens: 900}}
+		}
+		return fakeserver.Reply{
+			Reasoning: "17 * 23 needs the calculator.",
+			ToolCalls: []fakeserver.ToolCall{{ID: "toolu_example_1", Name: "calculator", Arguments: `{"expression":"17 * 23"}`}},
+			Usage:     &provider.Usage{PromptTokens: 1000, CompletionTokens: 50, CacheWriteTokens: 900},
+		}
+	}))
+	dir := examplesCopy(t)
+	os.Remove(filepath.Join(dir, "cassettes", "anthropic.json"))
+	env := []string{"ANTHROPIC_BASE_URL=" + srv.AnthropicURL(), "ANTHROPIC_API_KEY=" + anthropicTestKey}
+	r := symbi(t, call{dir: dir, env: env}, "test", "-update", "-state-dir", filepath.Join(t.TempDir(), "state"), "anthropic.symbitest.hcl")
+	if r.code != 0 || !strings.Contains(r.stdout, "(cassette cassettes/anthropic.json recorded)") {
+		t.Fatalf("recording the example's cassette: %s", r)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "cassettes", "anthropic.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(got, []byte(anthropicTestKey)) {
+		t.Fatal("the recorded cassette holds the key")
+	}
+	committed := filepath.Join("..", "examples", "cassettes", "anthropic.json")
+	if updating() {
+		if err := os.WriteFile(committed, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatalf("%v (go test ./e2e -run TestExampleCassettes -update records it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("examples/cassettes/anthropic.json is not what recording gives today (go test ./e2e -run TestExampleCassettes -update records it again):\n%s",
+			cmp.Diff(string(want), string(got)))
+	}
+}
+
+// TestExamplesTests is what CI runs: symbi test over every example's test
+// file, offline, no key. Every example has one. The MCP examples need the
+// npm filesystem server; without it (no `npm ci` in testdata/mcp) they are
+// left out and the test says so.
+func TestExamplesTests(t *testing.T) {
+	dir := examplesCopy(t)
+	configs, _ := filepath.Glob(filepath.Join(dir, "*.hcl"))
+	for _, c := range configs {
+		if lang.IsTestFile(c) {
+			continue
+		}
+		if _, err := os.Stat(strings.TrimSuffix(c, ".hcl") + lang.TestFileSuffix); err != nil {
+			t.Errorf("example %s has no test file", filepath.Base(c))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "policies", "policies.symbitest.hcl")); err != nil {
+		t.Error("examples/policies has no test file")
+	}
+	args := []string{"test", "-state-dir", filepath.Join(t.TempDir(), "state")}
+	if _, err := os.Stat(filepath.Join(dir, "..", "testdata")); err != nil {
+		t.Log("testdata/mcp/node_modules is not installed: the MCP examples' tests are left out")
+		tests, _ := filepath.Glob(filepath.Join(dir, "*"+lang.TestFileSuffix))
+		for _, tf := range tests {
+			if !strings.Contains(filepath.Base(tf), "mcp") {
+				args = append(args, "-filter", filepath.Base(tf))
+			}
+		}
+		args = append(args, "-filter", "policies.symbitest.hcl")
+	}
+	r := symbi(t, call{dir: dir}, append(args, ".")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "Success!") {
+		t.Fatalf("symbi test examples/: %s", r)
+	}
+	if regexp.MustCompile(`\.\.\. (fail|error|skip)`).MatchString(r.stdout) {
+		t.Errorf("symbi test examples/: %s", r)
 	}
 }
