@@ -3,12 +3,12 @@ package symbitest
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -284,47 +284,126 @@ func jsonLine(w io.Writer, v any) error {
 // junit-10.xsd). TestJUnitSchema checks both with xmllint when it is
 // installed, and the structure without it.
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
 type junitSuite struct {
-	Name       string      `xml:"name,attr"`
-	Timestamp  string      `xml:"timestamp,attr"`
-	Hostname   string      `xml:"hostname,attr"`
-	Tests      int         `xml:"tests,attr"`
-	Failures   int         `xml:"failures,attr"`
-	Errors     int         `xml:"errors,attr"`
-	Skipped    int         `xml:"skipped,attr"`
-	Time       string      `xml:"time,attr"`
-	Package    string      `xml:"package,attr"`
-	ID         int         `xml:"id,attr"`
-	Properties struct{}    `xml:"properties"`
-	Cases      []junitCase `xml:"testcase"`
-	SystemOut  cdata       `xml:"system-out"`
-	SystemErr  cdata       `xml:"system-err"`
-}
-
-// cdata is text written as a CDATA section, as readable in the file as it
-// was written.
-type cdata struct {
-	Text string `xml:",cdata"`
+	name, timestamp, hostname        string
+	tests, failures, errors, skipped int
+	time                             time.Duration
+	id                               int
+	cases                            []junitCase
+	systemOut                        strings.Builder
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
+	name, classname string
+	time            time.Duration
+	outcome         string // "", "failure", "error" or "skipped"
+	message, typ    string
+	body            string
 }
 
-type junitMessage struct {
-	Message string `xml:"message,attr,omitempty"`
-	Type    string `xml:"type,attr,omitempty"`
-	Body    string `xml:",cdata"`
+// WriteJUnit writes the report as JUnit XML. sources are the files
+// diagnostics point into (Suite.Sources), for their snippets.
+//
+// The XML is written here rather than by encoding/xml: its form is fixed
+// and small, and linking encoding/xml costs every start of symbi some 2 MB
+// of memory (its tables). TestJUnitSchema parses what this writes and
+// checks it against both schemas' rules.
+func WriteJUnit(w io.Writer, rep *Report, sources map[string]*hcl.File) error {
+	host, err := os.Hostname()
+	if err != nil || strings.TrimSpace(host) == "" {
+		host = "localhost"
+	}
+	var suites []*junitSuite
+	byFile := map[*File]*junitSuite{}
+	for _, rr := range rep.Results {
+		f := rr.Run.File
+		s, ok := byFile[f]
+		if !ok {
+			s = &junitSuite{name: f.Path, id: len(suites), hostname: host, timestamp: rr.Start.UTC().Format("2006-01-02T15:04:05")}
+			byFile[f] = s
+			suites = append(suites, s)
+		}
+		s.tests++
+		s.time += rr.Elapsed
+		c := junitCase{name: rr.Run.Name, classname: f.Path, time: rr.Elapsed}
+		body := diagText(rr.Diagnostics(), sources)
+		switch rr.Status {
+		case Fail:
+			s.failures++
+			c.outcome, c.message, c.typ, c.body = "failure", firstSummary(rr), "assertion", body
+		case Error:
+			s.errors++
+			c.outcome, c.message, c.typ, c.body = "error", firstSummary(rr), "error", body
+		case Skip:
+			s.skipped++
+			c.outcome, c.message = "skipped", "interrupted before it ran"
+		}
+		s.cases = append(s.cases, c)
+		for _, id := range rr.RunIDs() {
+			fmt.Fprintf(&s.systemOut, "run %q: symbi runs show %s --state-dir %s\n", rr.Run.Name, id, rr.StateDir)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n")
+	for _, s := range suites {
+		fmt.Fprintf(&b, "  <testsuite name=%s timestamp=%s hostname=%s tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%s\" package=%s id=\"%d\">\n",
+			xmlAttr(s.name), xmlAttr(s.timestamp), xmlAttr(s.hostname), s.tests, s.failures, s.errors, s.skipped, seconds(s.time), xmlAttr(s.name), s.id)
+		b.WriteString("    <properties></properties>\n")
+		for _, c := range s.cases {
+			fmt.Fprintf(&b, "    <testcase name=%s classname=%s time=\"%s\"", xmlAttr(c.name), xmlAttr(c.classname), seconds(c.time))
+			if c.outcome == "" {
+				b.WriteString("></testcase>\n")
+				continue
+			}
+			fmt.Fprintf(&b, ">\n      <%s message=%s", c.outcome, xmlAttr(c.message))
+			if c.typ != "" {
+				fmt.Fprintf(&b, " type=%s", xmlAttr(c.typ))
+			}
+			fmt.Fprintf(&b, ">%s</%s>\n    </testcase>\n", xmlCDATA(c.body), c.outcome)
+		}
+		fmt.Fprintf(&b, "    <system-out>%s</system-out>\n    <system-err></system-err>\n  </testsuite>\n", xmlCDATA(s.systemOut.String()))
+	}
+	b.WriteString("</testsuites>\n")
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// xmlAttr is s as a quoted attribute value: markup escaped, and every
+// character XML 1.0 does not allow replaced by U+FFFD.
+func xmlAttr(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range xmlText(s) {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '"':
+			b.WriteString("&quot;")
+		case '\n':
+			b.WriteString("&#xA;")
+		case '\r':
+			b.WriteString("&#xD;")
+		case '\t':
+			b.WriteString("&#x9;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// xmlCDATA is s as CDATA sections, readable in the file as it was written;
+// a "]]>" in s ends one section and starts the next.
+func xmlCDATA(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "<![CDATA[" + strings.ReplaceAll(xmlText(s), "]]>", "]]]]><![CDATA[>") + "]]>"
 }
 
 // xmlText is s with every character XML 1.0 does not allow (most control
@@ -335,71 +414,14 @@ func xmlText(s string) string {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
 			return r
-		case r < 0x20, r >= 0xD800 && r <= 0xDFFF, r == 0xFFFE, r == 0xFFFF:
+		case r < 0x20, r >= 0xD800 && r <= 0xDFFF, r == 0xFFFE, r == 0xFFFF, r == utf8.RuneError:
 			return '\uFFFD'
 		}
 		return r
 	}, s)
 }
 
-// WriteJUnit writes the report as JUnit XML. sources are the files
-// diagnostics point into (Suite.Sources), for their snippets.
-func WriteJUnit(w io.Writer, rep *Report, sources map[string]*hcl.File) error {
-	host, err := os.Hostname()
-	if err != nil || strings.TrimSpace(host) == "" {
-		host = "localhost"
-	}
-	out := junitSuites{Suites: []junitSuite{}}
-	byFile := map[*File]int{}
-	for _, rr := range rep.Results {
-		f := rr.Run.File
-		i, ok := byFile[f]
-		if !ok {
-			i = len(out.Suites)
-			byFile[f] = i
-			out.Suites = append(out.Suites, junitSuite{Name: f.Path, Package: f.Path, ID: i, Hostname: host,
-				Timestamp: rr.Start.UTC().Format("2006-01-02T15:04:05")})
-		}
-		s := &out.Suites[i]
-		s.Tests++
-		c := junitCase{Name: rr.Run.Name, Classname: f.Path, Time: seconds(rr.Elapsed)}
-		body := xmlText(diagText(rr.Diagnostics(), sources))
-		switch rr.Status {
-		case Fail:
-			s.Failures++
-			c.Failure = &junitMessage{Message: firstSummary(rr), Type: "assertion", Body: body}
-		case Error:
-			s.Errors++
-			c.Error = &junitMessage{Message: firstSummary(rr), Type: "error", Body: body}
-		case Skip:
-			s.Skipped++
-			c.Skipped = &junitMessage{Message: "interrupted before it ran"}
-		}
-		s.Cases = append(s.Cases, c)
-		for _, id := range rr.RunIDs() {
-			s.SystemOut.Text += xmlText(fmt.Sprintf("run %q: symbi runs show %s --state-dir %s\n", rr.Run.Name, id, rr.StateDir))
-		}
-		s.Time = seconds(sumTime(s.Time) + rr.Elapsed)
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err = io.WriteString(w, "\n")
-	return err
-}
-
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
-
-func sumTime(s string) time.Duration {
-	var f float64
-	fmt.Sscanf(s, "%f", &f)
-	return time.Duration(f * float64(time.Second))
-}
 
 func firstSummary(rr *RunResult) string {
 	ds := rr.Diagnostics()

@@ -112,6 +112,22 @@ func TestJUnitSchema(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
 	}
+	var parsed struct {
+		Suites []struct {
+			Cases []struct {
+				Failure *struct {
+					Message string `xml:"message,attr"`
+					Body    string `xml:",chardata"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(out, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	if f := parsed.Suites[0].Cases[1].Failure; f == nil || !strings.Contains(f.Body, `Wrong: \u001b[31m<b>&"]]>6 × 7 is 42.`) || !strings.HasPrefix(f.Message, `Wrong: \u001b[31m<b>&"]]>`) {
+		t.Errorf("the failure's text does not read back as written: %+v", f)
+	}
 	if bytes.Contains(out, []byte("\x1b")) || bytes.Contains(out, []byte("\x00")) {
 		t.Errorf("the report holds characters XML does not allow:\n%q", out)
 	}
