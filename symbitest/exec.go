@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -337,6 +339,13 @@ func execute(ctx context.Context, r *Run, opts RunOptions, locks *sync.Map, rr *
 		sess = cassette.NewSession(c, cassette.Options{Mode: mode, Name: r.Cassette, Chunks: opts.RecordChunks})
 	}
 
+	// A knowledge store is one file that one run at a time may open: runs
+	// that share one take turns.
+	for _, path := range storePaths(p, r.Config.BaseDir) {
+		mu, _ := locks.LoadOrStore("store:"+path, &sync.Mutex{})
+		mu.(*sync.Mutex).Lock()
+		defer mu.(*sync.Mutex).Unlock()
+	}
 	var tape engine.Cassette // nil unless there is a session: never a typed nil
 	if sess != nil {
 		tape = sess
@@ -556,6 +565,21 @@ func absDir(d string) string {
 		return abs
 	}
 	return d
+}
+
+// storePaths are the knowledge stores a plan opens, absolute, sorted (so
+// runs lock them in one order).
+func storePaths(p *plan.Plan, baseDir string) []string {
+	var out []string
+	for _, k := range p.Knowledge {
+		path := k.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(baseDir, path)
+		}
+		out = append(out, absDir(path))
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 // protected are the run's own files, which no builtin file tool of the

@@ -613,3 +613,68 @@ func TestRunTypeAttributes(t *testing.T) {
 		t.Errorf("run has %v", names)
 	}
 }
+
+// TestRunsShareAStoreInTurn: two runs of a configuration with a knowledge
+// store, run at once, take turns with the store's file (one process may
+// open it at a time) instead of one failing to open it while the other
+// holds it longer than the store waits.
+func TestRunsShareAStoreInTurn(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "script.json", `{"turns":[{"tool_calls":[{"id":"c1","name":"slow","arguments":{}}]},{"content":"done"}],"on_exhausted":"error"}`)
+	write(t, dir, "agent.hcl", `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+knowledge "notes" {
+  path = "notes.db"
+}
+tool "recall" {
+  description = "Recall facts"
+  builtin     = "recall_knowledge"
+}
+tool "slow" {
+  description = "Takes longer than a store waits for its file"
+  command {
+    argv = ["sh", "-c", "sleep 2.5; echo slept"]
+  }
+  effect = "read"
+}
+policy "rules" {
+  rules {
+    allow = ["slow", "recall"]
+  }
+}
+agent "a" {
+  model    = model.m
+  tools    = [tool.recall, tool.slow]
+  policies = [policy.rules]
+  knowledge {
+    store = knowledge.notes
+  }
+}
+`)
+	path := write(t, dir, "agent.symbitest.hcl", `
+run "one" {
+  input = "x"
+  assert {
+    condition     = run.answer == "done"
+    error_message = "It answers."
+  }
+}
+run "two" {
+  input = "x"
+  assert {
+    condition     = run.answer == "done"
+    error_message = "It answers."
+  }
+}
+`)
+	s := load(t, []string{path}, LoadOptions{})
+	_, got := runAll(t, s, RunOptions{Parallel: 2})
+	for _, name := range []string{"one", "two"} {
+		if rr := got[name]; rr.Status != Pass {
+			t.Errorf("%s: %s\n%s", name, rr.Status, text(s, rr))
+		}
+	}
+}
