@@ -179,6 +179,10 @@ func (t tapeFlags) finish(sess *cassette.Session, res *engine.Result, stderr io.
 		}
 		fmt.Fprintf(stderr, "recorded %s to %s\n", count(len(c.Exchanges), "model exchange", "model exchanges"), t.record)
 	case t.missing:
+		if sess.LiveFailed() && !sess.Changed() {
+			fmt.Fprintf(stderr, "recording from the live model failed: %s is left as it was\n", t.replay)
+			return nil
+		}
 		if !sess.Changed() {
 			fmt.Fprintf(stderr, "every request matched %s: it is unchanged\n", t.replay)
 			return nil

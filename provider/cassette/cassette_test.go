@@ -536,3 +536,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestUpdateKeepsEverythingWhenTheLiveModelFails: re-recording that fails
+// (the provider down, no key) replaces nothing and drops nothing.
+func TestUpdateKeepsEverythingWhenTheLiveModelFails(t *testing.T) {
+	first, second, third := request("s", "one"), request("s", "one", "two"), request("s", "one", "two", "three")
+	c := record(t, echo(), first, second, third)
+	down := &liveModel{reply: func(provider.Request) (provider.Response, error) {
+		return provider.Response{}, &provider.Error{Kind: provider.TransportFailed, Err: errors.New("connection refused")}
+	}}
+	s := NewSession(c, Options{Mode: Update})
+	m := model(t, s, "model.fast", down, nil)
+	if _, _, err := call(t, m, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := call(t, m, request("s", "one", "TWO")); provider.KindOf(err) != provider.TransportFailed {
+		t.Fatalf("the failed re-recording: %v", err)
+	}
+	if s.Changed() {
+		t.Error("a failed re-recording changed the cassette")
+	}
+	if out := s.Cassette(); len(out.Exchanges) != 3 || out.Exchanges[1].Request.Messages[2].Content != "two" {
+		t.Errorf("the cassette after a failed re-recording: %+v", out.Exchanges)
+	}
+
+	broken := NewSession(c, Options{Mode: Update})
+	nm, _ := broken.Model("model.fast", func() (provider.Model, error) { return nil, errors.New("missing_api_key") }, nil)
+	if _, _, err := call(t, nm, request("s", "changed")); err == nil || broken.Changed() || len(broken.Cassette().Exchanges) != 3 {
+		t.Errorf("a live model that cannot be built: %v, changed %t", err, broken.Changed())
+	}
+}

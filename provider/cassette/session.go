@@ -55,6 +55,10 @@ type Session struct {
 	replaced   map[int]Exchange // Update: a recorded exchange's successor
 	extra      []Exchange       // exchanges recorded without one to replace, in order
 	pinned     bool             // Update gave an exchange its request
+	// liveFailed: in Update mode, a live call failed (or its model could
+	// not be built). Nothing is then dropped: a run cut short by a failure
+	// did not show which exchanges are stale.
+	liveFailed bool
 	mismatches []*MismatchError
 	calls      map[string]int // calls per model, for messages
 }
@@ -115,6 +119,9 @@ func (s *Session) Changed() bool {
 	if len(s.replaced) > 0 || len(s.extra) > 0 || s.pinned {
 		return true
 	}
+	if s.liveFailed {
+		return false
+	}
 	for _, p := range s.played {
 		if !p {
 			return true
@@ -127,7 +134,8 @@ func (s *Session) Changed() bool {
 // exchange, in the order the calls ended. Update: the exchanges the run
 // used, where they were, each re-recorded one in the place of the one it
 // replaces and those without one at the end; an exchange no call used is
-// dropped. Replay: the cassette as it was.
+// dropped, unless a live call failed (then every exchange is kept, and a
+// failed call replaces none). Replay: the cassette as it was.
 func (s *Session) Cassette() *Cassette {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -136,7 +144,7 @@ func (s *Session) Cassette() *Cassette {
 		switch nx, ok := s.replaced[i]; {
 		case ok:
 			out.Exchanges = append(out.Exchanges, nx)
-		case s.played[i] || s.opts.Mode == Replay:
+		case s.played[i] || s.opts.Mode == Replay || s.liveFailed:
 			out.Exchanges = append(out.Exchanges, x)
 		}
 	}
@@ -225,6 +233,20 @@ func (s *Session) keep(x Exchange, replace int) {
 	s.extra = append(s.extra, x)
 }
 
+// LiveFailed reports whether, in Update mode, a call to a live model
+// failed; the cassette then keeps every exchange it had.
+func (s *Session) LiveFailed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.liveFailed
+}
+
+func (s *Session) failed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.liveFailed = true
+}
+
 // tape is the model a run calls for one model address.
 type tape struct {
 	s      *Session
@@ -273,6 +295,7 @@ func (t *tape) Stream(ctx context.Context, req provider.Request, onEvent func(pr
 func (t *tape) record(ctx context.Context, req provider.Request, onEvent func(provider.Event), replace int) (provider.Response, error) {
 	m, err := t.liveModel()
 	if err != nil {
+		t.s.failed()
 		return provider.Response{}, err
 	}
 	start := t.s.opts.Now()
@@ -286,6 +309,12 @@ func (t *tape) record(ctx context.Context, req provider.Request, onEvent func(pr
 		}
 	})
 	if err != nil && ctx.Err() != nil {
+		return resp, err
+	}
+	if err != nil && t.s.opts.Mode == Update {
+		// A failure re-recording is not the exchange to keep: the
+		// recorded one stays until a call succeeds.
+		t.s.failed()
 		return resp, err
 	}
 	r := cloneRequest(req)
