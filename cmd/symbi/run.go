@@ -161,49 +161,60 @@ func (t tapeFlags) session() (*cassette.Session, error) {
 	return nil, nil
 }
 
-// finishTape saves what the session recorded and tells what it did; a
-// cancelled run leaves the cassette as it was.
-func (t tapeFlags) finish(sess *cassette.Session, res *engine.Result, stderr io.Writer) error {
+// finish saves what the session recorded and tells what it did, on
+// stderr, or as one JSON line on stdout with --json (which keeps stderr
+// empty); a cancelled run leaves the cassette as it was.
+func (t tapeFlags) finish(sess *cassette.Session, res *engine.Result, stdout, stderr io.Writer, jsonOut bool) error {
 	if sess == nil {
 		return nil
 	}
-	if res != nil && res.Termination.Reason == engine.Cancelled {
-		fmt.Fprintf(stderr, "the run was cancelled: %s is left as it was\n", t.file())
+	var msg string
+	var saved *cassette.Cassette
+	switch {
+	case res != nil && res.Termination.Reason == engine.Cancelled:
+		msg = fmt.Sprintf("the run was cancelled: %s is left as it was", t.file())
+	case t.record != "":
+		saved = sess.Cassette()
+		msg = fmt.Sprintf("recorded %s to %s", count(len(saved.Exchanges), "model exchange", "model exchanges"), t.record)
+	case t.missing && sess.LiveFailed() && !sess.Changed():
+		msg = fmt.Sprintf("recording from the live model failed: %s is left as it was", t.replay)
+	case t.missing && !sess.Changed():
+		msg = fmt.Sprintf("every request matched %s: it is unchanged", t.replay)
+	case t.missing:
+		saved = sess.Cassette()
+		if n := len(sess.Mismatches()); n > 0 {
+			msg = fmt.Sprintf("%s recorded again from the live model: %s now holds %s", count(n, "request", "requests"), t.replay, count(len(saved.Exchanges), "model exchange", "model exchanges"))
+		} else {
+			msg = fmt.Sprintf("%s now holds the requests its %s answer", t.replay, count(len(saved.Exchanges), "model exchange", "model exchanges"))
+		}
+	case len(sess.Mismatches()) > 0:
+		var b strings.Builder
+		b.WriteString("\nThe run's requests differ from the cassette:\n\n")
+		for _, m := range sess.Mismatches() {
+			fmt.Fprintf(&b, "%v\n\n", m)
+		}
+		fmt.Fprintf(&b, "If the change is meant, record them again: --replay %s --record-missing", t.replay)
+		msg = b.String()
+	}
+	if saved != nil {
+		if err := saved.Save(t.file()); err != nil {
+			return exitWith(exitFailure, "%s: %v", t.file(), err)
+		}
+	}
+	if jsonOut {
+		out := map[string]any{"event": "cassette", "file": t.file(), "written": saved != nil, "message": strings.TrimSpace(msg)}
+		var mismatches []map[string]any
+		for _, m := range sess.Mismatches() {
+			mismatches = append(mismatches, map[string]any{"model": m.Model, "call": m.Call, "exchange": m.Index + 1, "diff": m.Diff})
+		}
+		if len(mismatches) > 0 {
+			out["mismatches"] = mismatches
+		}
+		jsonLine(stdout, out)
 		return nil
 	}
-	switch {
-	case t.record != "":
-		c := sess.Cassette()
-		if err := c.Save(t.record); err != nil {
-			return exitWith(exitFailure, "--record: %v", err)
-		}
-		fmt.Fprintf(stderr, "recorded %s to %s\n", count(len(c.Exchanges), "model exchange", "model exchanges"), t.record)
-	case t.missing:
-		if sess.LiveFailed() && !sess.Changed() {
-			fmt.Fprintf(stderr, "recording from the live model failed: %s is left as it was\n", t.replay)
-			return nil
-		}
-		if !sess.Changed() {
-			fmt.Fprintf(stderr, "every request matched %s: it is unchanged\n", t.replay)
-			return nil
-		}
-		c := sess.Cassette()
-		if err := c.Save(t.replay); err != nil {
-			return exitWith(exitFailure, "--record-missing: %v", err)
-		}
-		if n := len(sess.Mismatches()); n > 0 {
-			fmt.Fprintf(stderr, "%s recorded again from the live model: %s now holds %s\n", count(n, "request", "requests"), t.replay, count(len(c.Exchanges), "model exchange", "model exchanges"))
-		} else {
-			fmt.Fprintf(stderr, "%s now holds the requests its %s answer\n", t.replay, count(len(c.Exchanges), "model exchange", "model exchanges"))
-		}
-	default:
-		if ms := sess.Mismatches(); len(ms) > 0 {
-			fmt.Fprintf(stderr, "\nThe run's requests differ from the cassette:\n\n")
-			for _, m := range ms {
-				fmt.Fprintf(stderr, "%v\n\n", m)
-			}
-			fmt.Fprintf(stderr, "If the change is meant, record them again: --replay %s --record-missing\n", t.replay)
-		}
+	if msg != "" {
+		fmt.Fprintln(stderr, msg)
 	}
 	return nil
 }
@@ -332,7 +343,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	}
 	out.stateDir = stateDir
 	out.summary(res)
-	if err := req.tape.finish(sess, res, stderr); err != nil {
+	if err := req.tape.finish(sess, res, stdout, stderr, req.json); err != nil {
 		return err
 	}
 	return terminationExit(res.Termination)
