@@ -360,6 +360,12 @@ func TestRecordKeepsSecretsOut(t *testing.T) {
 	if r.code != 4 {
 		t.Errorf("a mismatch exited %d, want 4 (a runtime failure)", r.code)
 	}
+	r = symbi(t, call{dir: dir, env: []string{"SYMBI_VAR_base_url=" + srv.URL()}}, "run", "--json", "--replay", "tapes/c.json", "agent.hcl", "What is 6*7?")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 4 || r.stderr != "" || !strings.HasPrefix(lines[len(lines)-1], `{"event":"cassette","file":"tapes/c.json","message":"The run's requests differ`) ||
+		!strings.Contains(lines[len(lines)-1], `"mismatches":[{"call":1,"diff":"  messages[0] (the system prompt) differs:`) {
+		t.Errorf("--json with a mismatch: %s", r)
+	}
 	if r := symbi(t, call{dir: dir}, "run", "--record", "a.json", "--replay", "b.json", "agent.hcl", "x"); r.code != 2 {
 		t.Errorf("--record with --replay: %s", r)
 	}
