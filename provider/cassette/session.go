@@ -48,13 +48,13 @@ type Session struct {
 	opts  Options
 	match Match
 
-	mu         sync.Mutex
-	recorded   []Exchange
-	digests    []string // of recorded, "" for an exchange without a request
-	played     []bool
-	replaced   map[int]Exchange // Update: a recorded exchange's successor
-	extra      []Exchange       // exchanges recorded without one to replace, in order
-	pinned     bool             // Update gave an exchange its request
+	mu       sync.Mutex
+	recorded []Exchange
+	digests  []string // of recorded, "" for an exchange without a request
+	played   []bool
+	replaced map[int]Exchange // Update: a recorded exchange's successor
+	extra    []Exchange       // exchanges recorded without one to replace, in order
+	pinned   bool             // Update gave an exchange its request
 	// liveFailed: in Update mode, a live call failed (or its model could
 	// not be built). Nothing is then dropped: a run cut short by a failure
 	// did not show which exchanges are stale.
