@@ -63,6 +63,7 @@ var allowed = map[string][]string{
 	"provider/anthropic":  {"plan", "provider"},
 	"provider/scripted":   {"plan", "provider", "stdlib"},
 	"provider/fakeserver": {"provider", "stdlib"},
+	"provider/cassette":   {"provider"},
 
 	// The compiler.
 	"interp": {"budget", "builtins", "lang", "plan", "policy", "stdlib"},
@@ -84,9 +85,13 @@ var allowed = map[string][]string{
 	"engine/internal/estimate":   {"convo", "engine/internal/msgkey", "provider", "stdlib"},
 	"engine/internal/redact":     {"engine/internal/msgkey", "provider"},
 
+	// symbi test: test files run through the engine, between the command
+	// line and the engine and compiler.
+	"symbitest": {"engine", "interp", "journal", "lang", "plan", "policy", "provider", "provider/cassette", "provider/scripted", "stdlib"},
+
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "policy", "repl"},
+	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "plan", "policy", "provider/cassette", "repl", "symbitest"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
@@ -111,7 +116,7 @@ var thirdParty = []struct {
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/anthropic", "provider/scripted"}, enginePure...)},
 	{"github.com/anthropics/anthropic-sdk-go/v2", []string{"provider/anthropic"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
-	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "cmd/symbi"},
+	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "symbitest", "cmd/symbi"},
 		[]string{"plan", "seal", "provider", "budget", "routing", "knowledge"}},
 	// Terminal IO and flags belong to the command line alone.
 	{"github.com/spf13/cobra", []string{"cmd/symbi"}, nil},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -347,6 +348,12 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		e.info.Effect = effectOf(mt.Annotations, declared)
 		e.run = sess.callRun(m.Tool)
 		e.keyed = true
+	case "fixed":
+		f := t.Executor.Fixed
+		if f == nil {
+			return nil, errors.New("fixed executor without a fixed block")
+		}
+		e.run = fixedRun(*f)
 	default:
 		return nil, fmt.Errorf("unknown executor kind %q", t.Executor.Kind)
 	}
@@ -362,6 +369,23 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		e.breaker = newBreaker(*t.CircuitBreaker, tb.opts.Now)
 	}
 	return e, nil
+}
+
+// fixedRun answers every call with f's output, cut at the tool's output
+// limit, or fails it with f's error.
+func fixedRun(f plan.FixedExec) runFunc {
+	return func(_ context.Context, _ json.RawMessage, limit int) (string, bool, error) {
+		if f.Error != "" {
+			return "", false, fail(Error, "", errors.New(f.Error))
+		}
+		if limit > 0 && len(f.Output) > limit {
+			for limit > 0 && !utf8.RuneStart(f.Output[limit]) {
+				limit--
+			}
+			return f.Output[:limit], true, nil
+		}
+		return f.Output, false, nil
+	}
 }
 
 // Tools lists every tool in a stable order: configured tools as given, then

@@ -74,6 +74,6 @@
 // theirs.
 //
 // This package must not import interp or lang, and must not be imported by
-// anything but repl and cmd/symbi (deps_test.go, at the module's root,
-// fails on either).
+// anything but repl, symbitest and cmd/symbi (deps_test.go, at the module's
+// root, fails on either).
 package engine

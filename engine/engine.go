@@ -43,6 +43,12 @@ type Options struct {
 	Approver policy.Approver
 	// Models replaces the provider of a model address (tests, benchmarks).
 	Models map[string]provider.Model
+	// Cassette, when set, stands between the runs and every model the
+	// engine builds (those of Models excepted): runs call the model it
+	// returns for each address, which records their exchanges or answers
+	// from recorded ones (a *cassette.Session: symbi run --record and
+	// --replay, symbi test).
+	Cassette Cassette
 	// PolicyContext is the policy input's "context" member: trusted input
 	// from whoever runs the engine, never from the model.
 	PolicyContext map[string]any
@@ -54,6 +60,16 @@ type Options struct {
 
 	// slowReadRound replaces slowReadRound (tests: 0 is the default).
 	slowReadRound time.Duration
+}
+
+// Cassette puts itself between the runs and the model of address addr.
+// live builds the model the plan describes, and is called only when a
+// call needs the real model (never when every call is answered from a
+// recording, so replaying needs no API key). redact takes the run's
+// secrets out of an encoded JSON value: whatever the cassette keeps must
+// pass through it, as every journal line does.
+type Cassette interface {
+	Model(addr string, live func() (provider.Model, error), redact func(json []byte) []byte) (provider.Model, error)
 }
 
 // Side-effect modes of RunOptions.SideEffects.

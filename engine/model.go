@@ -277,7 +277,13 @@ func (e *Engine) model(spec *plan.Model) (provider.Model, error) {
 		return m, nil
 	}
 	e.mu.Unlock()
-	m, err := e.buildModel(spec)
+	var m provider.Model
+	var err error
+	if e.opts.Cassette != nil {
+		m, err = e.opts.Cassette.Model(spec.Address, func() (provider.Model, error) { return e.buildModel(spec) }, e.secrets.JSON)
+	} else {
+		m, err = e.buildModel(spec)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Address, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/symbi-dev/symbi/lang"
@@ -19,8 +20,12 @@ import (
 
 // Options are a compilation's inputs beyond the files.
 type Options struct {
-	Vars      map[string]string // --var name=value, strongest
-	VarFiles  []string          // --var-file, later files win
+	Vars     map[string]string // --var name=value, strongest
+	VarFiles []string          // --var-file, later files win
+	// Values are variables given as values rather than text (a test file's
+	// variables blocks), each with where it was written: stronger than
+	// --var-file and SYMBI_VAR_*, weaker than --var.
+	Values    map[string]Value
 	LookupEnv func(string) (string, bool)
 	// Validate compiles with unknown values for variables that have no value,
 	// so that validation and planning run the same checks.
@@ -32,6 +37,13 @@ type Options struct {
 	// SymbiVersion is checked against symbi { required_version }; empty
 	// checks only the constraint's syntax.
 	SymbiVersion string
+}
+
+// Value is a variable's value given by a caller, and the range of the
+// expression it came from, for diagnostics.
+type Value struct {
+	Value cty.Value
+	Range hcl.Range
 }
 
 // Config is a compiled configuration.
@@ -76,13 +88,19 @@ func readSources(path string) (string, []lang.Source, hcl.Diagnostics) {
 		if err != nil {
 			return "", nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration", Detail: err.Error()}}
 		}
-		names = matches
+		// Test files (*.symbitest.hcl) live beside the configuration they
+		// test and are not part of it.
+		for _, m := range matches {
+			if !lang.IsTestFile(m) {
+				names = append(names, m)
+			}
+		}
 		if len(names) == 0 {
-			return "", nil, hcl.Diagnostics{{
-				Severity: hcl.DiagError,
-				Summary:  "No configuration files",
-				Detail:   fmt.Sprintf("The directory %s holds no *.hcl files.", path),
-			}}
+			detail := fmt.Sprintf("The directory %s holds no *.hcl files.", path)
+			if len(matches) > 0 {
+				detail = fmt.Sprintf("The directory %s holds no *.hcl files but test files (*%s).", path, lang.TestFileSuffix)
+			}
+			return "", nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No configuration files", Detail: detail}}
 		}
 	} else {
 		baseDir = filepath.Dir(path)

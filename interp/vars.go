@@ -71,6 +71,21 @@ func (c *compiler) evalVariables() {
 	for _, path := range c.opts.VarFiles {
 		c.readVarFile(path, vars)
 	}
+	for _, name := range keys(c.opts.Values) {
+		given := c.opts.Values[name]
+		v, ok := vars[name]
+		if !ok {
+			c.errorf(given.Range.Ptr(), "Value for undeclared variable", "The configuration declares no variable %q.%s", name, suggest(name, order))
+			continue
+		}
+		cv, ok := c.convertVar(name, given.Value, v.ty, given.Range.Ptr())
+		if !ok {
+			// Reported; an unknown value keeps it from being reported again
+			// as a missing one.
+			cv = cty.UnknownVal(v.ty)
+		}
+		v.value, v.set = cv, true
+	}
 	for _, name := range sortedKeys(c.opts.Vars) {
 		v, ok := vars[name]
 		if !ok {

@@ -4,6 +4,8 @@
 //
 // References between blocks (model.fast, tool.search) stay traversals and
 // deferred expressions stay unevaluated: resolving and evaluating belong to
-// package interp. This package must not evaluate expressions, read files other
-// than the configuration itself, or import any other symbi package.
+// package interp. Test files (*.symbitest.hcl, ParseTestFile) are decoded the
+// same way; package symbitest checks and evaluates them. This package must
+// not evaluate expressions, read files other than the configuration itself,
+// or import any other symbi package.
 package lang

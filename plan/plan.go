@@ -146,11 +146,22 @@ type Tool struct {
 
 // Executor says how a tool runs. Exactly one of the pointers is set, matching Kind.
 type Executor struct {
-	Kind    string       `json:"kind"` // builtin | command | http | mcp
+	Kind    string       `json:"kind"` // builtin | command | http | mcp | fixed
 	Builtin string       `json:"builtin,omitempty"`
 	Command *CommandExec `json:"command,omitempty"`
 	HTTP    *HTTPExec    `json:"http,omitempty"`
 	MCP     *MCPExec     `json:"mcp,omitempty"`
+	Fixed   *FixedExec   `json:"fixed,omitempty"`
+}
+
+// FixedExec answers every call with the same output, or fails every call
+// with the same error: a test's override_tool (symbi test), so that a run
+// under test causes no side effect while its policies decide as ever. The
+// compiler never makes one; a plan that has one says so in its saved
+// plan.json, which a resume runs.
+type FixedExec struct {
+	Output string `json:"output,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // CommandExec runs a process: arguments as JSON on stdin, result on stdout.

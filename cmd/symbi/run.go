@@ -23,12 +23,14 @@ import (
 	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/provider/cassette"
 )
 
 func newRunCmd() *cobra.Command {
 	var (
 		agent, bestOf, inputFile, stateDir string
 		jsonOut                            bool
+		tape                               tapeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PATH] [INPUT]",
@@ -41,8 +43,17 @@ The answer streams to standard output; tool calls, policy decisions and
 observations go to standard error, with a summary at the end. --json prints
 one JSON event per line on standard output instead.
 
+--record FILE writes every model exchange of the run (each request, and the
+response or error as received) to a cassette, with every secret the run
+knows redacted; --replay FILE answers the models from one instead, offline
+and without keys, and a request that differs from the recording fails the
+run with a diff of the two requests. With --record-missing, such a request
+is recorded again from the live model and the cassette rewritten.
+docs/testing.md has the format and the matching rules.
+
 Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
-denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
+denial, a budget or a limit, 4 runtime failure (a request that differs from
+the cassette among them), 130 cancelled.`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "."
@@ -83,7 +94,14 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 			if !haveInput {
 				return exitWith(exitInvalid, "no input: give it as the second argument, with --input-file, on standard input, or as the default of a variable \"input\"")
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path)})
+			if err := tape.check(); err != nil {
+				return err
+			}
+			protected := runSources(cmd, path)
+			if f := tape.file(); f != "" {
+				protected = append(protected, f)
+			}
+			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: protected, tape: tape})
 		},
 	}
 	addVarFlags(cmd)
@@ -92,7 +110,113 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 	cmd.Flags().StringVar(&inputFile, "input-file", "", "read the input from this file")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
+	cmd.Flags().StringVar(&tape.record, "record", "", "record every model exchange to this cassette file (overwritten)")
+	cmd.Flags().StringVar(&tape.replay, "replay", "", "answer the models from this cassette file instead of calling them")
+	cmd.Flags().BoolVar(&tape.missing, "record-missing", false, "with --replay: record again from the live model what does not match, and rewrite the cassette")
+	cmd.Flags().BoolVar(&tape.chunks, "record-chunks", false, "keep the streamed chunks of what is recorded, with their timing")
 	return cmd
+}
+
+// tapeFlags are run's cassette flags.
+type tapeFlags struct {
+	record, replay  string
+	missing, chunks bool
+}
+
+func (t tapeFlags) check() error {
+	switch {
+	case t.record != "" && t.replay != "":
+		return exitWith(exitInvalid, "--record and --replay exclude each other: to record what no longer matches, give --replay FILE --record-missing")
+	case t.missing && t.replay == "":
+		return exitWith(exitInvalid, "--record-missing goes with --replay FILE")
+	case t.chunks && t.record == "" && !t.missing:
+		return exitWith(exitInvalid, "--record-chunks goes with --record FILE or --record-missing")
+	}
+	return nil
+}
+
+func (t tapeFlags) file() string {
+	if t.record != "" {
+		return t.record
+	}
+	return t.replay
+}
+
+// session is the cassette session the flags ask for; nil without one.
+func (t tapeFlags) session() (*cassette.Session, error) {
+	switch {
+	case t.record != "":
+		return cassette.NewSession(nil, cassette.Options{Mode: cassette.Record, Name: t.record, Chunks: t.chunks}), nil
+	case t.replay != "":
+		c, err := cassette.Load(t.replay)
+		if err != nil {
+			return nil, exitWith(exitInvalid, "--replay: %v", err)
+		}
+		mode := cassette.Replay
+		if t.missing {
+			mode = cassette.Update
+		}
+		return cassette.NewSession(c, cassette.Options{Mode: mode, Name: t.replay, Chunks: t.chunks}), nil
+	}
+	return nil, nil
+}
+
+// finish saves what the session recorded and tells what it did, on
+// stderr, or as one JSON line on stdout with --json (which keeps stderr
+// empty); a cancelled run leaves the cassette as it was.
+func (t tapeFlags) finish(sess *cassette.Session, res *engine.Result, stdout, stderr io.Writer, jsonOut bool) error {
+	if sess == nil {
+		return nil
+	}
+	var msg string
+	var saved *cassette.Cassette
+	switch {
+	case res != nil && res.Termination.Reason == engine.Cancelled:
+		msg = fmt.Sprintf("the run was cancelled: %s is left as it was", t.file())
+	case t.record != "":
+		saved = sess.Cassette()
+		msg = fmt.Sprintf("recorded %s to %s", count(len(saved.Exchanges), "model exchange", "model exchanges"), t.record)
+	case t.missing && sess.LiveFailed() && !sess.Changed():
+		msg = fmt.Sprintf("recording from the live model failed: %s is left as it was", t.replay)
+	case t.missing && !sess.Changed():
+		msg = fmt.Sprintf("every request matched %s: it is unchanged", t.replay)
+	case t.missing:
+		saved = sess.Cassette()
+		if n := len(sess.Mismatches()); n > 0 {
+			msg = fmt.Sprintf("%s recorded again from the live model: %s now holds %s", count(n, "request", "requests"), t.replay, count(len(saved.Exchanges), "model exchange", "model exchanges"))
+		} else {
+			msg = fmt.Sprintf("%s now holds the requests its %s answer", t.replay, count(len(saved.Exchanges), "model exchange", "model exchanges"))
+		}
+	case len(sess.Mismatches()) > 0:
+		var b strings.Builder
+		b.WriteString("\nThe run's requests differ from the cassette:\n\n")
+		for _, m := range sess.Mismatches() {
+			fmt.Fprintf(&b, "%v\n\n", m)
+		}
+		fmt.Fprintf(&b, "If the change is meant, record them again: --replay %s --record-missing", t.replay)
+		msg = b.String()
+	}
+	if saved != nil {
+		if err := saved.Save(t.file()); err != nil {
+			return exitWith(exitFailure, "%s: %v", t.file(), err)
+		}
+	}
+	if jsonOut {
+		out := map[string]any{"event": "cassette", "file": t.file(), "written": saved != nil, "message": strings.TrimSpace(msg)}
+		var mismatches []map[string]any
+		for _, m := range sess.Mismatches() {
+			mismatches = append(mismatches, map[string]any{"model": m.Model, "call": m.Call, "exchange": m.Index + 1, "diff": m.Diff})
+		}
+		if len(mismatches) > 0 {
+			out["mismatches"] = mismatches
+		}
+		jsonLine(stdout, out)
+		return nil
+	}
+	if msg != "" {
+		fmt.Fprintln(stderr, msg)
+	}
+	return nil
 }
 
 // loadRunnable compiles a configuration, or reads a saved plan: a .json
@@ -130,6 +254,7 @@ type runRequest struct {
 	agent, bestOf, input, stateDir string
 	json                           bool
 	protected                      []string // files of the run besides the plan's own (engine.Options.Protected)
+	tape                           tapeFlags
 }
 
 // runSources are the files a run was made from that its plan does not list:
@@ -161,6 +286,14 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	if stateDir == "" {
 		stateDir = engine.DefaultStateDir(p, baseDir)
 	}
+	sess, err := req.tape.session()
+	if err != nil {
+		return err
+	}
+	var tape engine.Cassette // never a typed nil
+	if sess != nil {
+		tape = sess
+	}
 	e, err := engine.New(p, engine.Options{
 		BaseDir:   baseDir,
 		StateDir:  stateDir,
@@ -168,6 +301,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 		LookupEnv: os.LookupEnv,
 		OnEvent:   out.event,
 		Approver:  newApprover(cmd, stateDir),
+		Cassette:  tape,
 	})
 	if err != nil {
 		return exitWith(exitInvalid, "%v", err)
@@ -209,6 +343,9 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	}
 	out.stateDir = stateDir
 	out.summary(res)
+	if err := req.tape.finish(sess, res, stdout, stderr, req.json); err != nil {
+		return err
+	}
 	return terminationExit(res.Termination)
 }
 

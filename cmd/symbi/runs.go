@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/journal/render"
+	"github.com/symbi-dev/symbi/symbitest"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -73,6 +76,7 @@ named by --config, or ./.symbi.`,
 	}
 	where.add(cmd, true)
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "print JSON, one object per line")
+	cmd.AddCommand(newRunsExportCmd(&where))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run's timeline (ID \"latest\" is the newest run)",
@@ -160,6 +164,117 @@ why; 2 no such run.`,
 		},
 	})
 	return cmd
+}
+
+// newRunsExportCmd is `symbi runs export`.
+func newRunsExportCmd(where *stateDirFlags) *cobra.Command {
+	var cassetteFile, scriptFile, model string
+	cmd := &cobra.Command{
+		Use:   "export ID --cassette FILE | --script FILE",
+		Short: "Turn a finished run's model traffic into a cassette or a scripted model's script",
+		Long: `Export the model turns of finished run ID (and of the runs under it:
+delegations, evaluators, plan steps) so that any run you saw can become a
+test. Every journal is verified first.
+
+--cassette FILE writes a cassette for "symbi run --replay" and a test's
+cassette attribute. A journal keeps the conversation but not each request as
+it was sent, so its exchanges carry no request: each answers any request to
+its model, in turn, until "symbi test -update" (or "symbi run --replay FILE
+--record-missing") writes the requests in; that calls no model.
+
+--script FILE writes a scripted model's script (docs/providers.md), played in
+order; --model ADDR keeps one model's turns, which a run of several models
+needs, one script per model. A FILE of "-" is standard output.
+
+A best-of-N run cannot be exported: its candidates are not journalled.`,
+		Example: `  symbi runs export latest --cassette tests/cassettes/quick.json
+  symbi runs export 20261202T152141Z-187b2c5d --script - --model model.fast`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cassetteFile == "" && scriptFile == "" {
+				return exitWith(exitInvalid, "say what to export: --cassette FILE, --script FILE, or both")
+			}
+			stateDir, err := where.resolve(cmd)
+			if err != nil {
+				return err
+			}
+			id, err := resolveRunID(stateDir, args[0])
+			if err != nil {
+				return err
+			}
+			if cassetteFile != "" {
+				c, err := symbitest.ExportCassette(stateDir, id)
+				if err != nil {
+					return exportError(err)
+				}
+				if cassetteFile == "-" {
+					b, err := c.Encode()
+					if err != nil {
+						return exitWith(exitFailure, "%v", err)
+					}
+					cmd.OutOrStdout().Write(b)
+				} else if err := c.Save(cassetteFile); err != nil {
+					return exitWith(exitFailure, "%v", err)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "exported %s of run %s to %s\n", count(len(c.Exchanges), "model exchange", "model exchanges"), id, cassetteFile)
+				}
+			}
+			if scriptFile != "" {
+				b, err := symbitest.ExportScript(stateDir, id, model)
+				if err != nil {
+					return exportError(err)
+				}
+				if scriptFile == "-" {
+					cmd.OutOrStdout().Write(b)
+				} else if err := writeFileAtomic(scriptFile, b); err != nil {
+					return exitWith(exitFailure, "%v", err)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "exported the model turns of run %s to %s\n", id, scriptFile)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cassetteFile, "cassette", "", "write a cassette to this file")
+	cmd.Flags().StringVar(&scriptFile, "script", "", "write a scripted model's script to this file")
+	cmd.Flags().StringVar(&model, "model", "", "with --script: only this model's turns (model.NAME)")
+	return cmd
+}
+
+// exportError is the exit of a run that cannot be exported: one that is
+// missing or unfinished is the user's to fix (2), a journal that does not
+// verify is 1, as for runs show.
+func exportError(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return exitWith(exitInvalid, "%v", err)
+	case errors.Is(err, journal.ErrTampered) || errors.Is(err, journal.ErrUnverifiable) || errors.Is(err, journal.ErrUnsigned):
+		return exitWith(exitChanged, "%v", err)
+	}
+	return exitWith(exitInvalid, "%v", err)
+}
+
+// writeFileAtomic writes b to path through a temporary file in its
+// directory.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // resolveRunID turns "latest" into the newest run's id.
