@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,11 +9,30 @@ import (
 )
 
 // exampleSession loads one of examples/*.hcl from a copy of examples/, so
-// that its runs journal in a temporary directory.
+// that its runs journal in a temporary directory. The copy leaves out the
+// state directory a user's own runs of the examples leave there (README's
+// first command makes one): its key would be copied readable by others, and
+// its runs are not the test's.
 func exampleSession(t *testing.T, file string) *Session {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("../examples")); err != nil {
+	examples := os.DirFS("../examples")
+	err := fs.WalkDir(examples, ".", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == ".symbi":
+			return fs.SkipDir
+		case d.IsDir():
+			return os.MkdirAll(filepath.Join(dir, path), 0o755)
+		}
+		b, err := fs.ReadFile(examples, path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, path), b, 0o644)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	s := New(Options{})
