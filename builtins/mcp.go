@@ -255,7 +255,7 @@ func checkToolName(name string) error {
 // names (NewToolbox renames reserved and taken names). A tool whose name is
 // not of the MCP form fails the whole server: it names the server and the
 // tool, and no tool of a server that misnames one joins the toolbox.
-func (s *mcpSession) entries() ([]*entry, error) {
+func (s *mcpSession) entries(now func() time.Time) ([]*entry, error) {
 	var out []*entry
 	for _, t := range s.tools {
 		if err := checkToolName(t.Name); err != nil {
@@ -285,6 +285,7 @@ func (s *mcpSession) entries() ([]*entry, error) {
 			timeout:   s.srv.Timeout.Std(),
 			maxOutput: mcpMaxOutputBytes,
 			keyed:     true,
+			breaker:   newBreakerOf(s.srv.CircuitBreaker, now),
 		})
 	}
 	return out, nil

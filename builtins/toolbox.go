@@ -221,7 +221,7 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		tb.add(e)
 	}
 	for _, sess := range tb.sessions {
-		ents, err := sess.entries()
+		ents, err := sess.entries(tb.opts.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -358,9 +358,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		return nil, err
 	}
 	e.schema = s
-	if t.CircuitBreaker != nil {
-		e.breaker = newBreaker(*t.CircuitBreaker, tb.opts.Now)
-	}
+	e.breaker = newBreakerOf(t.CircuitBreaker, tb.opts.Now)
 	return e, nil
 }
 
@@ -394,7 +392,7 @@ func (tb *Toolbox) TakesIdempotencyKey(name string) bool {
 }
 
 // BreakerState reports a tool's circuit breaker state; false when the tool
-// has no breaker.
+// has none (its block turned it off).
 func (tb *Toolbox) BreakerState(name string) (BreakerState, bool) {
 	e, ok := tb.tools[name]
 	if !ok || e.breaker == nil {

@@ -27,6 +27,8 @@ type observation struct {
 	tool    string
 	content string
 	kind    string
+	// failure is the kind of a failed call's last failure.
+	failure builtins.FailureKind
 }
 
 // act runs the approved actions of one iteration and returns one
@@ -156,7 +158,7 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 		if err != nil {
 			kind := builtins.KindOf(err)
 			data.Error, data.ErrorKind = err.Error(), string(kind)
-			obs[i].kind = obsError
+			obs[i].kind, obs[i].failure = obsError, kind
 			obs[i].content = failureText(err)
 		} else {
 			data.Output = res.Content
