@@ -296,9 +296,9 @@ func (s *mcpSession) entries(now func() time.Time) ([]*entry, error) {
 // (invalid_arguments for invalid params); a broken connection, or a session
 // closed during the call, is transport.
 func (s *mcpSession) callRun(tool string) runFunc {
-	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	return func(ctx context.Context, args json.RawMessage, limit int) (string, cut, error) {
 		if s.life.Err() != nil {
-			return "", false, fail(Transport, "", fmt.Errorf("%s is closed: %w", s.address, mcp.ErrConnectionClosed))
+			return "", cut{}, fail(Transport, "", fmt.Errorf("%s is closed: %w", s.address, mcp.ErrConnectionClosed))
 		}
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
@@ -316,29 +316,30 @@ func (s *mcpSession) callRun(tool string) runFunc {
 			var we *jsonrpc.Error
 			switch {
 			case ctx.Err() != nil:
-				return "", false, fail(Timeout, "", err)
+				return "", cut{}, fail(Timeout, "", err)
 			case s.life.Err() != nil:
-				return "", false, fail(Transport, "", fmt.Errorf("%s was closed during the call: %w", s.address, mcp.ErrConnectionClosed))
+				return "", cut{}, fail(Transport, "", fmt.Errorf("%s was closed during the call: %w", s.address, mcp.ErrConnectionClosed))
 			case errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams:
-				return "", false, fail(InvalidArguments, "", err)
+				return "", cut{}, fail(InvalidArguments, "", err)
 			case errors.As(err, &we):
-				return "", false, fail(Error, "", err)
+				return "", cut{}, fail(Error, "", err)
 			default:
-				return "", false, fail(Transport, "", fmt.Errorf("%w%s", err, s.stderrSuffix()))
+				return "", cut{}, fail(Transport, "", fmt.Errorf("%w%s", err, s.stderrSuffix()))
 			}
 		}
-		content, truncated := renderContent(res, limit)
+		content, c := renderContent(res, limit)
 		if res.IsError {
-			return "", false, fail(Error, "", errors.New(content))
+			return "", cut{}, fail(Error, "", errors.New(content))
 		}
-		return content, truncated, nil
+		return content, c, nil
 	}
 }
 
 // renderContent turns an MCP result into text for the model: text parts as
 // they are, other parts described, structured content as JSON when there is
-// nothing else. Capped at limit bytes.
-func renderContent(res *mcp.CallToolResult, limit int) (string, bool) {
+// nothing else. Capped at limit bytes; the cut has the size of the whole
+// rendering.
+func renderContent(res *mcp.CallToolResult, limit int) (string, cut) {
 	var b strings.Builder
 	for i, c := range res.Content {
 		if i > 0 {
@@ -363,9 +364,6 @@ func renderContent(res *mcp.CallToolResult, limit int) (string, bool) {
 			raw, _ := json.Marshal(c)
 			b.Write(raw)
 		}
-		if b.Len() > limit {
-			break
-		}
 	}
 	if b.Len() == 0 && res.StructuredContent != nil {
 		raw, _ := json.Marshal(res.StructuredContent)
@@ -373,7 +371,7 @@ func renderContent(res *mcp.CallToolResult, limit int) (string, bool) {
 	}
 	s := b.String()
 	if len(s) > limit {
-		return cutUTF8(s[:limit]), true
+		return cutUTF8(s[:limit]), cutAt(int64(len(s)))
 	}
-	return s, false
+	return s, cut{}
 }

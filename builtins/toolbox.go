@@ -105,12 +105,30 @@ func (i Info) ReadOnly() bool { return i.Effect == "none" || i.Effect == "read" 
 type Result struct {
 	Content   string
 	Truncated bool // output reached max_output_bytes and was cut there
-	Elapsed   time.Duration
+	// Limit is the cap a truncated output was cut at, and Size the bytes
+	// it had whole, 0 when that is not known (see TruncationNote).
+	Limit   int
+	Size    int64
+	Elapsed time.Duration
 	// Tool is the tool that produced Content: a fallback's name when the
 	// fallback strategy answered.
 	Tool string
 	// Cached is set when cached_result answered with an earlier success.
 	Cached bool
+}
+
+// TruncationNote is what the model reads after an output cut at the
+// tool's max_output_bytes, so it does not take the part for the whole:
+// how much it sees and how much there was, or that the rest was not read.
+// "" when the output was whole.
+func (r Result) TruncationNote() string {
+	if !r.Truncated {
+		return ""
+	}
+	if r.Size > 0 {
+		return fmt.Sprintf("[output truncated at max_output_bytes (%d): the first %d of %d bytes are shown]", r.Limit, len(r.Content), r.Size)
+	}
+	return fmt.Sprintf("[output truncated at max_output_bytes (%d): the first %d bytes are shown; the tool was stopped there, so the whole size is not known]", r.Limit, len(r.Content))
 }
 
 // Outcome is one dispatched call's result or failure.
@@ -127,7 +145,19 @@ type Outcome struct {
 const mcpMaxOutputBytes = 1 << 20
 
 // runFunc executes one tool. limit is the output cap in bytes.
-type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, truncated bool, err error)
+type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, c cut, err error)
+
+// cut says whether a tool's output was cut at its limit (max_output_bytes),
+// and how many bytes it had whole: size is 0 when only that it passed the
+// limit is known (a command tool is stopped there, an http body without a
+// Content-Length is not read to its end).
+type cut struct {
+	truncated bool
+	size      int64
+}
+
+// cutAt is the cut of an output of size bytes (0: unknown) at the limit.
+func cutAt(size int64) cut { return cut{truncated: true, size: size} }
 
 type entry struct {
 	info      Info
@@ -502,7 +532,7 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	}
 	defer cancel()
 	start := time.Now()
-	content, truncated, err := safeRun(cctx, e.run, args, e.maxOutput)
+	content, c, err := safeRun(cctx, e.run, args, e.maxOutput)
 	elapsed := time.Since(start)
 	if err != nil {
 		f, o := classify(ctx, cctx, name, t, err)
@@ -514,17 +544,20 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	if e.breaker != nil {
 		e.breaker.done(probe, succeeded)
 	}
-	r := Result{Content: content, Truncated: truncated, Elapsed: elapsed, Tool: name}
+	r := Result{Content: content, Truncated: c.truncated, Elapsed: elapsed, Tool: name}
+	if c.truncated {
+		r.Limit, r.Size = e.maxOutput, c.size
+	}
 	tb.cache.put(name, args, r, tb.opts.Now())
 	return r, nil
 }
 
 // safeRun keeps a panicking executor (or a function the engine supplied,
 // such as Delegate) from taking the run down: the panic is an error failure.
-func safeRun(ctx context.Context, run runFunc, args json.RawMessage, limit int) (content string, truncated bool, err error) {
+func safeRun(ctx context.Context, run runFunc, args json.RawMessage, limit int) (content string, c cut, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			content, truncated, err = "", false, fail(Error, "", fmt.Errorf("tool panicked: %v", r))
+			content, c, err = "", cut{}, fail(Error, "", fmt.Errorf("tool panicked: %v", r))
 		}
 	}()
 	return run(ctx, args, limit)

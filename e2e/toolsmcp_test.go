@@ -115,3 +115,54 @@ func TestEveryToolHasACircuitBreaker(t *testing.T) {
 		t.Errorf("with the breaker off the tool ran %d times of 5", n)
 	}
 }
+
+// TestTruncatedOutputIsSaidToTheModel: a result cut at max_output_bytes
+// is flagged in the journal with its size before the cut, and the model's
+// observation (what the next request carries) ends with a note that says
+// how much of it is shown.
+func TestTruncatedOutputIsSaidToTheModel(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+
+tool "read_file" {
+  builtin          = "read_file"
+  max_output_bytes = 1000
+}
+
+policy "rules" {
+  rules {
+    allow = ["read_file"]
+  }
+}
+
+agent "a" {
+  model    = model.m
+  tools    = [tool.read_file]
+  policies = [policy.rules]
+}
+-- script.json --
+{"turns": [{"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "big.txt"}}]}, {"content": "Read."}]}
+`)
+	writeFile(t, dir, "big.txt", strings.Repeat("0123456789", 500))
+	r := symbi(t, call{dir: dir}, "run", ".", "go")
+	if r.code != 0 {
+		t.Fatalf("run:\n%s", r)
+	}
+	state := filepath.Join(dir, ".symbi")
+	evs := readJournal(t, state, onlyRun(t, state))
+	trs := eventsOf[journal.ToolResultData](t, evs, journal.ToolResult)
+	if len(trs) != 1 || !trs[0].Truncated || trs[0].OriginalBytes != 5000 || len(trs[0].Output) != 1000 {
+		t.Fatalf("tool_result %+v, want 1000 bytes shown of 5000, truncated", trs)
+	}
+	const note = "[output truncated at max_output_bytes (1000): the first 1000 of 5000 bytes are shown]"
+	for _, ev := range evs {
+		if ev.Type == journal.ObservationsCollected && strings.Contains(string(ev.Data), note) {
+			return
+		}
+	}
+	t.Errorf("no observation tells the model the output was cut (%q)", note)
+}

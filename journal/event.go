@@ -247,15 +247,18 @@ type DispatchedCall struct {
 // ToolResultData is one tool call's outcome. ErrorKind is one of timeout,
 // transport, rate_limited, invalid_arguments, error, circuit_open.
 type ToolResultData struct {
-	CallID     string `json:"call_id"`
-	Tool       string `json:"tool"`
-	Output     string `json:"output,omitempty"`
-	Error      string `json:"error,omitempty"`
-	ErrorKind  string `json:"error_kind,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Cached     bool   `json:"cached,omitempty"`
-	Attempts   int    `json:"attempts,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Output    string `json:"output,omitempty"`
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"error_kind,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// OriginalBytes is the size of a truncated output before the cut,
+	// when known (a command tool is stopped at the cap, so its is not).
+	OriginalBytes int64 `json:"original_bytes,omitempty"`
+	Cached        bool  `json:"cached,omitempty"`
+	Attempts      int   `json:"attempts,omitempty"`
+	DurationMS    int64 `json:"duration_ms"`
 }
 
 // RecoveryTriggeredData is one step of a recovery chain.

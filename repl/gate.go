@@ -318,8 +318,8 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 	if !strings.HasSuffix(res.Content, "\n") {
 		b.WriteString("\n")
 	}
-	if res.Truncated {
-		b.WriteString("(output truncated at max_output_bytes)\n")
+	if note := res.TruncationNote(); note != "" {
+		b.WriteString(note + "\n")
 	}
 	return b.String(), nil
 }
