@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/symbi-dev/symbi/policy"
 )
 
 // CompileSchema reports whether raw is a valid JSON Schema (the compiler
@@ -50,6 +52,9 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 func validateArgs(s *jsonschema.Schema, args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if err := policy.InvalidJSON(args); err != nil {
+		return fmt.Errorf("arguments are %w", err)
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {

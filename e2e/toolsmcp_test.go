@@ -166,3 +166,76 @@ agent "a" {
 	}
 	t.Errorf("no observation tells the model the output was cut (%q)", note)
 }
+
+// TestArgumentsThatAreNotJSON: a model's tool-call arguments that are not
+// JSON are refused before the gate with where they stop being JSON, not
+// as "a string that is not an object"; the call never runs, and `policy
+// eval --action` says the same of its text.
+func TestArgumentsThatAreNotJSON(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+
+tool "calculator" {
+  builtin = "calculator"
+}
+
+policy "rules" {
+  rules {
+    allow = ["calculator"]
+  }
+}
+
+agent "a" {
+  model    = model.m
+  tools    = [tool.calculator]
+  policies = [policy.rules]
+}
+-- script.json --
+{"turns": [{"tool_calls": [{"id": "c1", "name": "calculator", "arguments": "{not json"}]}, {"content": "Sorry."}]}
+`)
+	r := symbi(t, call{dir: dir}, "run", ".", "go")
+	if r.code != 0 {
+		t.Fatalf("run:\n%s", r)
+	}
+	const want = "[invalid arguments] calculator: arguments are not valid JSON: invalid character 'n' looking for beginning of object key string, at offset 2 (line 1, column 2)"
+	state := filepath.Join(dir, ".symbi")
+	evs := readJournal(t, state, onlyRun(t, state))
+	pe := eventsOf[journal.PolicyEvaluatedData](t, evs, journal.PolicyEvaluated)
+	if len(pe) == 0 || len(pe[0].Decisions) != 1 || pe[0].Decisions[0].Decision.Reason != want {
+		t.Errorf("the gate's record %+v, want a refusal: %s", pe, want)
+	}
+	if n := len(eventsOf[journal.ToolResultData](t, evs, journal.ToolResult)); n != 0 {
+		t.Errorf("%d tool results: the call ran", n)
+	}
+	if !strings.Contains(r.stderr, "not valid JSON") || strings.Contains(r.stderr, "got string") {
+		t.Errorf("stderr does not say the arguments are not JSON:\n%s", r.stderr)
+	}
+
+	r = symbi(t, call{dir: dir}, "policy", "eval", "policy.rules", "--action", "{not json", ".")
+	if r.code != 2 || !strings.Contains(r.stderr, "not valid JSON: invalid character 'n' looking for beginning of object key string, at offset 2 (line 1, column 2)") {
+		t.Errorf("policy eval --action '{not json':\n%s", r)
+	}
+}
+
+// TestBestOfWithAgentIsAUsageError: --best-of names a block that runs its
+// own agent, so --agent beside it was silently ignored; now the two
+// together are refused (exit 2) before anything is compiled or run.
+func TestBestOfWithAgentIsAUsageError(t *testing.T) {
+	t.Parallel()
+	examples, err := filepath.Abs(filepath.Join("..", "examples", "best_of_n.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	r := symbi(t, call{}, "run", "--best-of", "answer", "--agent", "solver", "--state-dir", state, examples, "Name a colour.")
+	if r.code != 2 || !strings.Contains(r.stderr, "--agent and --best-of cannot be used together") {
+		t.Errorf("--best-of with --agent:\n%s", r)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("a refused command wrote %s", state)
+	}
+}

@@ -216,13 +216,9 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 	args := json.RawMessage("{}")
 	argsRng := rng
 	if rest != "" {
-		obj, r, diags := s.evalObject(c.line, restOff, len(c.line))
+		raw, r, diags := s.callArguments(c.line, restOff)
 		if diags.HasErrors() {
 			return "", diags
-		}
-		raw, err := toJSON(cty.ObjectVal(obj))
-		if err != nil {
-			return "", errorAt(r, "Invalid arguments", "%v", err)
 		}
 		args, argsRng = raw, r
 	}
@@ -322,6 +318,39 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 		b.WriteString(note + "\n")
 	}
 	return b.String(), nil
+}
+
+// callArguments evaluates :call's arguments: an object expression, or a
+// string that holds them as JSON text ('{"expression": "6*7"}', the
+// output of jsonencode). Text that is not JSON is reported as such, with
+// where it stops being JSON.
+func (s *Session) callArguments(line string, start int) (json.RawMessage, hcl.Range, hcl.Diagnostics) {
+	rng := rangeAt(line, start, len(strings.TrimRight(line, " \t\r\n")))
+	v, diags := s.evalAt(line, start, len(line))
+	if diags.HasErrors() {
+		return nil, rng, diags
+	}
+	v, _ = v.UnmarkDeep()
+	if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+		text := []byte(v.AsString())
+		if err := policy.InvalidJSON(text); err != nil {
+			return nil, rng, errorAt(rng, "Invalid arguments", "The arguments are %v.", err)
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(text, &obj) != nil || obj == nil {
+			return nil, rng, errorAt(rng, "Invalid arguments", "The arguments must be a JSON object such as {\"name\": \"value\"}.")
+		}
+		return json.RawMessage(text), rng, nil
+	}
+	obj, r, diags := s.evalObject(line, start, len(line))
+	if diags.HasErrors() {
+		return nil, r, diags
+	}
+	raw, err := toJSON(cty.ObjectVal(obj))
+	if err != nil {
+		return nil, r, errorAt(r, "Invalid arguments", "%v", err)
+	}
+	return raw, r, nil
 }
 
 // protected are the paths :call's file builtins may not touch, besides

@@ -149,6 +149,8 @@ func TestErrorsAreDiagnosticsAndTheSessionGoesOn(t *testing.T) {
 		{`:call nothing {}`, "No such tool", "nothing"},
 		{`:call notes_delete {}`, "No agent uses this tool", "notes_delete"},
 		{`:call calculator {expression = 6}`, "Invalid arguments", `{expression = 6}`},
+		{`:call calculator "{not json"`, "Invalid arguments", `"{not json"`},
+		{`:call calculator "[1]"`, "Invalid arguments", `"[1]"`},
 		{`:doc nope`, "No such function", "nope"},
 		{`:doc agent.ghost`, "No such block", "agent.ghost"},
 		{`:doc`, "Missing name", ":doc"},
@@ -417,6 +419,16 @@ not run
 `
 	if got := handle(t, s, `:call tool.calculator {expression = "1 / 0"}`); got != want {
 		t.Errorf(":call 1 / 0:\n%s", cmp.Diff(want, got))
+	}
+	// Arguments may also be JSON text: a string literal, or jsonencode's.
+	for _, in := range []string{`:call calculator "{\"expression\": \"6*7\"}"`, `:call calculator jsonencode({expression = "6*7"})`} {
+		if got := handle(t, s, in); !strings.HasSuffix(got, "\n42\n") {
+			t.Errorf("%s: %q", in, got)
+		}
+	}
+	_, _, diags := s.Handle(context.Background(), `:call calculator "{not json"`)
+	if len(diags) == 0 || !strings.Contains(diags[0].Detail, "not valid JSON: invalid character 'n' looking for beginning of object key string, at offset 2 (line 1, column 2)") {
+		t.Errorf(":call with text that is not JSON: %v", diags)
 	}
 	if got := handle(t, s, `:call read_notes {path = "notes.txt"}`); !strings.HasSuffix(got, "\nhello notes\n") {
 		t.Errorf(":call read_notes: %q", got)

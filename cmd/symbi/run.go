@@ -45,6 +45,12 @@ Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
 denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if agent != "" && bestOf != "" {
+				// A best_of_n block names the agent its candidates run;
+				// running it for another agent, or ignoring either flag,
+				// would run something nobody asked for.
+				return exitWith(exitInvalid, "--agent and --best-of cannot be used together: a best_of_n block runs the agent its agent attribute names; give --best-of alone, or --agent alone")
+			}
 			path := "."
 			if len(args) > 0 {
 				path = args[0]
@@ -88,7 +94,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 	}
 	addVarFlags(cmd)
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent to run (optional when the configuration has one)")
-	cmd.Flags().StringVar(&bestOf, "best-of", "", "run a best_of_n block instead of a single agent")
+	cmd.Flags().StringVar(&bestOf, "best-of", "", "run a best_of_n block instead of a single agent (not with --agent: the block names its agent)")
 	cmd.Flags().StringVar(&inputFile, "input-file", "", "read the input from this file")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
