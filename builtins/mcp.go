@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -27,6 +28,11 @@ type mcpSession struct {
 	stderr  *tailWriter
 	tools   []*mcp.Tool
 	url     string // the resolved URL of an HTTP server, kept out of messages
+	// exec is what the server's tools/list answers said of each tool's
+	// execution, which the SDK does not keep (see mcptasks.go).
+	exec toolExecution
+	// withheld are the server's tools the toolbox does not offer.
+	withheld []Withheld
 
 	// life is cancelled when close begins: calls still in flight end then,
 	// because the SDK's Close waits for every outstanding call, and a call
@@ -89,14 +95,23 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		cmd.Stderr = sess.stderr
 		cmd.WaitDelay = waitDelay
 		sess.cmd = cmd
-		transport = &launchedTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, launch: &tb.launch}
+		transport = &listReadingTransport{
+			inner: &launchedTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, launch: &tb.launch},
+			x:     &sess.exec,
+		}
 	case !s.URL.IsZero():
 		u, err := tb.resolveURL(s.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s: url: %w", s.Address, err)
 		}
 		sess.url = u
-		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: tb.opts.HTTPClient, MaxRetries: -1, DisableStandaloneSSE: true}
+		hc := *tb.opts.HTTPClient
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &listReadingRoundTripper{base: base, x: &sess.exec}
+		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	default:
 		return nil, fmt.Errorf("%s: neither command nor url", s.Address)
 	}
@@ -257,9 +272,14 @@ func checkToolName(name string) error {
 // tool, and no tool of a server that misnames one joins the toolbox.
 func (s *mcpSession) entries(now func() time.Time) ([]*entry, error) {
 	var out []*entry
+	s.withheld = nil
 	for _, t := range s.tools {
 		if err := checkToolName(t.Name); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.address, err)
+		}
+		if why := s.withheldTool(t.Name); why != "" {
+			s.withheld = append(s.withheld, Withheld{Name: t.Name, Source: s.address, Reason: why})
+			continue
 		}
 		params, err := json.Marshal(t.InputSchema)
 		if err != nil {

@@ -185,6 +185,8 @@ type Toolbox struct {
 	ws       *workspace // the file builtins' root and its protected paths
 	launch   launcher
 
+	withheld []Withheld
+
 	mu          sync.Mutex
 	llmAttempts map[string]int
 	deadMu      sync.Mutex
@@ -242,6 +244,12 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 	for _, t := range tools {
 		var e *entry
 		e, err = tb.newEntry(t, byServer)
+		var w *withheldErr
+		if errors.As(err, &w) {
+			tb.withheld = append(tb.withheld, Withheld{Name: w.tool, Source: t.Address, Reason: w.reason})
+			err = nil
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Address, err)
 		}
@@ -265,9 +273,16 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 			}
 			tb.add(e)
 		}
+		tb.withheld = append(tb.withheld, sess.withheld...)
 	}
 	return tb, nil
 }
+
+// Withheld lists the tools of the toolbox's MCP servers that it does not
+// offer, and why: tools that require MCP task augmentation, which no call
+// symbi can make would run (see mcptasks.go). A tool block that wraps such
+// a tool is withheld too, under the block's address.
+func (tb *Toolbox) Withheld() []Withheld { return slices.Clone(tb.withheld) }
 
 // nameTaken reports whether a server's tool may not take name: a tool of
 // the toolbox has it, or it is reserved.
@@ -357,6 +372,9 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		mt := sess.tool(m.Tool)
 		if mt == nil {
 			return nil, fmt.Errorf("%s has no tool %q (it has %s)", m.Server, m.Tool, strings.Join(sess.toolNames(), ", "))
+		}
+		if why := sess.withheldTool(m.Tool); why != "" {
+			return nil, &withheldErr{tool: m.Tool, reason: why}
 		}
 		if len(e.info.Parameters) == 0 {
 			raw, err := json.Marshal(mt.InputSchema)

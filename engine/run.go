@@ -294,6 +294,7 @@ func (r *run) recordStarted(resumeAfter int64) {
 			Resume:        resumeAfter,
 			JournalFormat: journal.FormatVersion,
 			PlanDigest:    r.e.planDigestOf(),
+			WithheldTools: r.tools.withheld,
 		},
 		Profile:   r.profile,
 		Depth:     r.ro.Depth,

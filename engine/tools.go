@@ -11,6 +11,7 @@ import (
 
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/engine/internal/estimate"
+	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/plan/eval"
@@ -24,6 +25,9 @@ type agentTools struct {
 	// specTokens estimates specs, once rather than before every call.
 	specTokens int64
 	info       map[string]builtins.Info // by tool name, the visible tools only
+	// withheld are the servers' tools the model is not offered, for the
+	// started line.
+	withheld []journal.WithheldTool
 }
 
 // agentTools builds (once) the toolbox of agent a: its effective tools, its
@@ -96,6 +100,9 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		}
 	}
 	t := &agentTools{box: box, info: map[string]builtins.Info{}}
+	for _, w := range box.Withheld() {
+		t.withheld = append(t.withheld, journal.WithheldTool{Tool: w.Name, Source: w.Source, Reason: w.Reason})
+	}
 	for _, n := range names {
 		info, _ := box.Info(n)
 		t.info[n] = info

@@ -134,6 +134,16 @@ type StartedData struct {
 	Resume        int64       `json:"resume_after_seq,omitempty"`
 	JournalFormat int         `json:"journal_format,omitempty"` // FormatVersion; absent: 1, unsigned
 	PlanDigest    string      `json:"plan_digest,omitempty"`
+	// WithheldTools are tools of the agent's MCP servers that the model is
+	// not offered, and why (one that requires MCP task augmentation).
+	WithheldTools []WithheldTool `json:"withheld_tools,omitempty"`
+}
+
+// WithheldTool is a server's tool that a run does not offer to its model.
+type WithheldTool struct {
+	Tool   string `json:"tool"`   // the server's name for it
+	Source string `json:"source"` // the mcp_server, or the tool block that wraps it
+	Reason string `json:"reason"`
 }
 
 // BudgetInfo is the set (non-zero) limits by field name, as policies see

@@ -67,6 +67,8 @@ func TestLiveLines(t *testing.T) {
 		{"delegate start", journal.Event{Type: journal.Started, Agent: "agent.b", Data: []byte(`{"agent":"agent.b","input":"go"}`)}, 1, []string{"▸ b"}},
 		{"resume", journal.Event{Type: journal.Started, RunID: "r1", Iteration: 2, Data: []byte(`{"input":"go","resume_after_seq":9}`)}, 0,
 			[]string{"↻ resuming run r1 after iteration 2"}},
+		{"withheld tools", journal.Event{Type: journal.Started, Agent: "agent.a", Data: []byte(`{"agent":"agent.a","input":"go","withheld_tools":[{"tool":"slow\u001b[2J","source":"mcp_server.s","reason":"requires MCP task augmentation"}]}`)}, 0,
+			[]string{`⚠ slow\x1b[2J of mcp_server.s is not offered: requires MCP task augmentation`}},
 		{"candidate", journal.Event{Type: journal.CandidateScored, Data: []byte(`{"index":2,"score":0.75,"accepted":true}`)}, 0, []string{"◇ candidate 2 score 0.75"}},
 		{"routed", journal.Event{Type: journal.ModelRouted, Data: []byte(`{"model":"model.big","rejected":[{"model":"model.small","reason":"too long"}]}`)}, 0, []string{"⇢ model.big (1 rejected)"}},
 		{"dispatch", journal.Event{Type: journal.ToolsDispatched, Data: []byte(`{"calls":[{"call_id":"1","tool":"a"}],"concurrency":1}`)}, 0, nil},
