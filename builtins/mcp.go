@@ -297,6 +297,8 @@ func (s *mcpSession) entries(now func() time.Time) ([]*entry, error) {
 			Effect:      effect,
 			Idempotent:  idempotentOf(t.Annotations, effect),
 			Source:      s.address,
+			Server:      s.address,
+			ServerTool:  t.Name,
 		}
 		out = append(out, &entry{
 			info:      info,

@@ -297,6 +297,29 @@ func TestMCPToolBlockWrapsAServerTool(t *testing.T) {
 	}
 }
 
+// A tool block may wrap a tool of a server its agent does not list: the
+// server is connected for the block alone (Options.WrappedServers), and
+// its other tools do not join.
+func TestMCPWrappedServerOnly(t *testing.T) {
+	s := httpMCPServer(t)
+	tool := plan.Tool{Address: "tool.hello", Description: "Say hello", Executor: plan.Executor{Kind: "mcp", MCP: &plan.MCPExec{Server: s.Address, Tool: "greet"}}}
+	tb := newToolbox(t, []plan.Tool{tool}, nil, Options{WrappedServers: []plan.MCPServer{s}})
+	if names := tb.Names(); !slices.Equal(names, []string{"hello"}) {
+		t.Errorf("tools %v, want the wrapping block alone", names)
+	}
+	if info, _ := tb.Info("hello"); info.Server != s.Address || info.ServerTool != "greet" {
+		t.Errorf("info %+v", info)
+	}
+	if r, err := tb.Call(context.Background(), approve(t, tb, "hello", `{"name":"Ann"}`)); err != nil || r.Content != "hello, Ann" {
+		t.Errorf("%+v %v", r, err)
+	}
+	// Listed as well, the server joins whole, connected once.
+	tb = newToolbox(t, []plan.Tool{tool}, []plan.MCPServer{s}, Options{WrappedServers: []plan.MCPServer{s}})
+	if names := tb.Names(); !slices.Contains(names, "greet") || len(tb.sessions) != 1 {
+		t.Errorf("tools %v over %d sessions", names, len(tb.sessions))
+	}
+}
+
 func TestMCPStdioServerIsStoppedByClose(t *testing.T) {
 	tb, err := NewToolbox(context.Background(), nil, []plan.MCPServer{stdioServer(t)}, Options{})
 	if err != nil {

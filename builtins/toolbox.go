@@ -83,6 +83,11 @@ type Options struct {
 	// HTTPClient sends http tool requests and http_get; a client with no
 	// overall timeout when nil (each call runs under its own context).
 	HTTPClient *http.Client
+	// WrappedServers are MCP servers the toolbox connects only for the
+	// tool blocks that wrap one of their tools (an agent that lists
+	// tool.read_notes but not its server): their own tools do not join.
+	// A server also passed to NewToolbox as a server joins whole.
+	WrappedServers []plan.MCPServer
 }
 
 // Info describes one tool as the model and the policies see it.
@@ -95,6 +100,11 @@ type Info struct {
 	Idempotent  bool            `json:"idempotent"`
 	Approval    string          `json:"approval,omitempty"` // never | policy | always
 	Source      string          `json:"source"`             // "tool.x", "builtin", or the mcp_server address
+	// Server and ServerTool are the MCP server of a server's tool or of a
+	// tool block that wraps one, and the server's own name for the tool
+	// (the name may differ: fs__read_file is fs's read_file).
+	Server     string `json:"server,omitempty"`
+	ServerTool string `json:"server_tool,omitempty"`
 }
 
 // ReadOnly reports whether the tool acts on nothing outside itself: its
@@ -199,7 +209,8 @@ type Toolbox struct {
 // server's tools keep their own names, or become "<server>__<tool>" when the
 // name is reserved (ReservedToolName, Options.Reserved) or taken (by a
 // configured tool or an earlier server). Every tool of every server passed
-// joins the toolbox; a server tool whose name is not of the MCP form (see
+// joins the toolbox (of Options.WrappedServers, only those that tool blocks
+// wrap); a server tool whose name is not of the MCP form (see
 // checkToolName), or whose renamed name is taken too, fails the toolbox.
 // Close stops the servers.
 func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer, opts Options) (_ *Toolbox, err error) {
@@ -232,7 +243,11 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		}
 	}()
 	byServer := map[string]*mcpSession{}
-	for _, s := range servers {
+	var listed []*mcpSession
+	for i, s := range append(slices.Clip(servers), opts.WrappedServers...) {
+		if byServer[s.Address] != nil {
+			continue
+		}
 		var sess *mcpSession
 		sess, err = tb.connectMCP(ctx, s)
 		if err != nil {
@@ -240,6 +255,9 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		}
 		tb.sessions = append(tb.sessions, sess)
 		byServer[s.Address] = sess
+		if i < len(servers) {
+			listed = append(listed, sess)
+		}
 	}
 	for _, t := range tools {
 		var e *entry
@@ -258,7 +276,7 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		}
 		tb.add(e)
 	}
-	for _, sess := range tb.sessions {
+	for _, sess := range listed {
 		ents, err := sess.entries(tb.opts.Now)
 		if err != nil {
 			return nil, err
@@ -393,6 +411,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			declared = sess.srv.Effect
 		}
 		e.info.Effect = effectOf(mt.Annotations, declared)
+		e.info.Server, e.info.ServerTool = m.Server, m.Tool
 		e.run = sess.callRun(m.Tool)
 		e.keyed = true
 	default:

@@ -51,18 +51,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			servers = append(servers, *s)
 		}
 	}
-	opts := builtins.Options{
-		BaseDir:   e.opts.BaseDir,
-		StateDir:  e.opts.StateDir,
-		Workspace: e.workspace(),
-		Protected: e.protected(),
-		Resolve:   e.resolve,
-		Redact:    e.secrets.JSON,
-		Now:       e.opts.Now,
-		Sleep:     e.opts.Sleep,
-	}
-	opts.ResolveURL = e.resolveURL
-	opts.Reserved = e.planToolNames()
+	opts := e.toolboxOptions(tools)
 	if addr := e.knowledgeOf(a, tools); addr != "" {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {
@@ -74,6 +63,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		}
 	}
 	box, err := builtins.NewToolbox(ctx, tools, servers, opts)
+
 	if err != nil {
 		return nil, fmt.Errorf("%s: tools: %w", a.Address, err)
 	}
@@ -124,6 +114,32 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	t.specTokens = estimate.Tools(t.specs)
 	e.toolboxes[a.Address] = t
 	return t, nil
+}
+
+// toolboxOptions are the options of a toolbox of tools: the engine's
+// surroundings, and the servers of the tool blocks among tools that wrap a
+// server's tool, connected for them alone.
+func (e *Engine) toolboxOptions(tools []plan.Tool) builtins.Options {
+	opts := builtins.Options{
+		BaseDir:    e.opts.BaseDir,
+		StateDir:   e.opts.StateDir,
+		Workspace:  e.workspace(),
+		Protected:  e.protected(),
+		Resolve:    e.resolve,
+		ResolveURL: e.resolveURL,
+		Redact:     e.secrets.JSON,
+		Reserved:   e.planToolNames(),
+		Now:        e.opts.Now,
+		Sleep:      e.opts.Sleep,
+	}
+	for _, t := range tools {
+		if m := t.Executor.MCP; m != nil {
+			if s := e.plan.MCPServer(m.Server); s != nil {
+				opts.WrappedServers = append(opts.WrappedServers, *s)
+			}
+		}
+	}
+	return opts
 }
 
 // planToolNames are the names of every configured tool of the plan, which
