@@ -87,6 +87,9 @@ func typeOf(s map[string]json.RawMessage, depth int) string {
 func objectOf(s map[string]json.RawMessage, depth int) string {
 	props, order := orderedMembers(s["properties"])
 	if len(order) == 0 {
+		if props != nil {
+			return "{}" // no members: the tool takes no arguments
+		}
 		return "object"
 	}
 	if depth >= 3 {

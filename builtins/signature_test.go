@@ -10,6 +10,7 @@ func TestSignature(t *testing.T) {
 	for _, tc := range []struct{ schema, want string }{
 		{``, `{}`},
 		{`{"type":"object"}`, `object`},
+		{`{"type":"object","properties":{}}`, `{}`},
 		{`{"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer","minimum":0}},"required":["path"]}`, `{path: string, offset?: integer}`},
 		{`{"type":"object","properties":{"scope":{"enum":["facts","conventions"]},"n":{"type":["integer","null"]}}}`, `{scope?: "facts" | "conventions", n?: integer | null}`},
 		{`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"}},"m":{"type":"object","properties":{"k":{"const":1}},"required":["k"]}}}`, `{tags?: [string], m?: {k: 1}}`},

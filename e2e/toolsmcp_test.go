@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/symbi-dev/symbi/journal"
 )
@@ -238,4 +240,225 @@ func TestBestOfWithAgentIsAUsageError(t *testing.T) {
 	if _, err := os.Stat(state); err == nil {
 		t.Errorf("a refused command wrote %s", state)
 	}
+}
+
+// everythingServer is the path of the reference "everything" MCP server
+// from npm, skipping the test when node or the server is not installed.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	mcpServer(t) // node, /proc and the npm install
+	p, err := filepath.Abs(filepath.Join("..", "testdata", "mcp", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("the npm everything server is not installed (%v): run `cd testdata/mcp && npm ci`", err)
+	}
+	return p
+}
+
+// everythingConfig is an agent over the everything server, whose command
+// line carries marker (the test's directory) so that a test can find its
+// own server processes. The agent's profile keeps echo, get-sum and
+// simulate-research-query; a tool block wraps get-sum of a second server
+// the agent does not list.
+func everythingConfig(server, marker string) string {
+	return fmt.Sprintf(`
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+
+mcp_server "everything" {
+  command = ["node", %[1]q, "stdio", %[2]q]
+  effect  = "read"
+}
+
+mcp_server "sums" {
+  command = ["node", %[1]q, "stdio", %[2]q]
+  effect  = "none"
+}
+
+tool "add" {
+  description = "Add two numbers"
+  mcp {
+    server = mcp_server.sums
+    tool   = "get-sum"
+  }
+}
+
+tool_profile "some" {
+  include = ["echo", "gzip-*", "simulate-*", "add"]
+}
+
+policy "rules" {
+  rules {
+    allow = ["echo", "add"]
+  }
+}
+
+agent "a" {
+  model        = model.m
+  tools        = [tool.add, mcp_server.everything]
+  tool_profile = tool_profile.some
+  policies     = [policy.rules]
+}
+-- script.json --
+{"turns": [{"tool_calls": [{"id": "c1", "name": "echo", "arguments": {"message": "hi"}}, {"id": "c2", "name": "add", "arguments": {"a": 2, "b": 3}}]}, {"content": "Done."}]}
+`, server, marker)
+}
+
+// TestToolsCommandListsMCPTools: `symbi tools` starts the servers, lists
+// every tool with its source, the effect the gate sees (the block's
+// "read" raised by gzip-file-as-resource's annotations to "write"), the
+// agents and the arguments (the wrapped get-sum's "none" raised to "read"
+// by its readOnlyHint); lists simulate-research-query (which
+// requires MCP tasks) as not offered, with why; prints the schemas with
+// --json; and leaves no server running.
+func TestToolsCommandListsMCPTools(t *testing.T) {
+	t.Parallel()
+	server := everythingServer(t)
+	marker := t.TempDir()
+	dir := writeConfig(t, everythingConfig(server, marker))
+
+	r := symbi(t, call{dir: dir}, "tools", "--json", ".")
+	if r.code != 0 {
+		t.Fatalf("tools --json:\n%s", r)
+	}
+	var c struct {
+		Tools []struct {
+			Name, Effect, Source, Kind, Signature, Server, ServerTool string
+			ServerToolJSON                                            string `json:"server_tool"`
+			Parameters                                                json.RawMessage
+			Agents, RemovedBy                                         []string
+			RemovedByJSON                                             []string `json:"removed_by"`
+		}
+		Withheld []struct{ Name, Source, Reason string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+		t.Fatalf("tools --json is not JSON: %v\n%s", err, r.stdout)
+	}
+	got := map[string]string{}
+	for _, tool := range c.Tools {
+		got[tool.Source+" "+tool.Name] = fmt.Sprintf("%s %s %v %v %s", tool.Effect, tool.Kind, tool.Agents, tool.RemovedByJSON, tool.Signature)
+		if !json.Valid(tool.Parameters) || len(tool.Parameters) == 0 {
+			t.Errorf("%s: parameters %s", tool.Name, tool.Parameters)
+		}
+	}
+	for key, want := range map[string]string{
+		"tool.add add":                                "read mcp [agent.a] [] {a: number, b: number}",
+		"mcp_server.everything echo":                  "read mcp [agent.a] [] {message: string}",
+		"mcp_server.everything gzip-file-as-resource": "write mcp [agent.a] [] {data?: string, name?: string, outputType?: \"resourceLink\" | \"resource\"}",
+		"mcp_server.everything get-env":               "read mcp [] [agent.a] {}",
+		"mcp_server.sums get-sum":                     "read mcp [] [] {a: number, b: number}",
+	} {
+		if got[key] != want {
+			t.Errorf("%s: %q, want %q", key, got[key], want)
+		}
+	}
+	if len(c.Withheld) == 0 || c.Withheld[0].Name != "simulate-research-query" || !strings.Contains(c.Withheld[0].Reason, "requires MCP task augmentation") {
+		t.Errorf("withheld %+v, want simulate-research-query with why", c.Withheld)
+	}
+	for k := range got {
+		if strings.HasSuffix(k, " simulate-research-query") {
+			t.Errorf("a tool that requires tasks is listed as offered: %s", k)
+		}
+	}
+	assertNoProcess(t, marker)
+
+	r = symbi(t, call{dir: dir}, "tools", ".")
+	for _, want := range []string{
+		"echo  mcp_server.everything  effect read  agents: a\n  Echoes back the input string\n  arguments: {message: string}\n",
+		"add  mcp_server.sums: get-sum  effect read  agents: a\n",
+		"get-env  mcp_server.everything  effect read  no agent (removed by the tool_profile of a)\n",
+		"Not offered to any model:\n  simulate-research-query (mcp_server.everything): requires MCP task augmentation",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("symbi tools lacks %q:\n%s", want, r)
+		}
+	}
+	r = symbi(t, call{dir: dir}, "tools", "--agent", "a", ".")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "agent.a: 3 tools\n\nadd  mcp_server.sums: get-sum  effect read\n") || !strings.Contains(r.stdout, "removed by the tool_profile: get-annotated-message") {
+		t.Errorf("symbi tools --agent a:\n%s", r)
+	}
+	assertNoProcess(t, marker)
+}
+
+// TestRunWithholdsTaskTools: a run over the everything server does not
+// offer simulate-research-query, records why in its started line and
+// says so on stderr; the wrapped get-sum of a server the agent does not
+// list runs (the agent's toolbox starts that server for the block alone).
+func TestRunWithholdsTaskTools(t *testing.T) {
+	t.Parallel()
+	server := everythingServer(t)
+	marker := t.TempDir()
+	dir := writeConfig(t, everythingConfig(server, marker))
+	r := symbi(t, call{dir: dir}, "run", ".", "go")
+	if r.code != 0 {
+		t.Fatalf("run:\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "⚠ simulate-research-query of mcp_server.everything is not offered: requires MCP task augmentation") {
+		t.Errorf("stderr does not say the task tool is not offered:\n%s", r.stderr)
+	}
+	state := filepath.Join(dir, ".symbi")
+	evs := readJournal(t, state, onlyRun(t, state))
+	started := eventsOf[journal.StartedData](t, evs, journal.Started)
+	if len(started) == 0 || len(started[0].WithheldTools) != 1 || started[0].WithheldTools[0].Tool != "simulate-research-query" {
+		t.Errorf("started %+v, want simulate-research-query withheld", started)
+	}
+	outputs := map[string]string{}
+	for _, tr := range eventsOf[journal.ToolResultData](t, evs, journal.ToolResult) {
+		outputs[tr.Tool] = tr.Output + tr.Error
+	}
+	if !strings.Contains(outputs["echo"], "hi") || !strings.Contains(outputs["add"], "5") {
+		t.Errorf("tool results %v, want echo's hi and add's 5", outputs)
+	}
+	assertNoProcess(t, marker)
+}
+
+// TestToolsTimeout: a server that never answers fails `symbi tools` with
+// exit 4 once --timeout passes, naming the server, and is stopped.
+func TestToolsTimeout(t *testing.T) {
+	t.Parallel()
+	marker := t.TempDir()
+	dir := writeConfig(t, fmt.Sprintf(`
+mcp_server "mute" {
+  command = ["sh", "-c", "sleep 120", %q]
+  timeout = "2m"
+}
+`, marker))
+	r := symbi(t, call{dir: dir, timeout: time.Minute}, "tools", "--timeout", "1s", ".")
+	if r.code != 4 || !strings.Contains(r.stderr, "mcp_server.mute") || !strings.Contains(r.stderr, "did not start and list their tools in time") {
+		t.Errorf("tools with a mute server:\n%s", r)
+	}
+	assertNoProcess(t, marker)
+	r = symbi(t, call{dir: dir}, "tools", "--timeout", "0s", ".")
+	if r.code != 2 {
+		t.Errorf("--timeout 0s:\n%s", r)
+	}
+}
+
+// TestReplToolsAndCallMCP: the REPL's :tools lists an agent's server
+// tools and :call calls one (gated by the agent's policies) through the
+// real binary; the servers stop with the session.
+func TestReplToolsAndCallMCP(t *testing.T) {
+	t.Parallel()
+	server := everythingServer(t)
+	marker := t.TempDir()
+	dir := writeConfig(t, everythingConfig(server, marker))
+	r := symbi(t, call{dir: dir, stdin: ":tools a\n:call echo {message = \"from the repl\"}\n:call gzip-file-as-resource {}\n:call simulate-research-query {topic = \"x\"}\n"}, "repl", ".")
+	for _, want := range []string{
+		"  echo                   mcp_server.everything     effect read   approval policy  Echoes back the input string",
+		"not offered: simulate-research-query (mcp_server.everything): requires MCP task augmentation",
+		"agent.a: allow by policy.rules (rules): tool_call \"echo\" matches allow rule \"echo\"\nEcho: from the repl\n",
+		"agent.a: deny by chain: no policy of agent.a addresses tool_call \"gzip-file-as-resource\"",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("repl output lacks %q:\n%s", want, r)
+		}
+	}
+	if !strings.Contains(r.stderr, "Tool not offered") {
+		t.Errorf("repl: :call of a task tool is not refused as not offered:\n%s", r)
+	}
+	assertNoProcess(t, marker)
 }

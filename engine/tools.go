@@ -28,6 +28,9 @@ type agentTools struct {
 	// withheld are the servers' tools the model is not offered, for the
 	// started line.
 	withheld []journal.WithheldTool
+	// names are the visible tools in the order the model sees them, and
+	// removed the servers' tools the profile took away.
+	names, removed []string
 }
 
 // agentTools builds (once) the toolbox of agent a: its effective tools, its
@@ -52,7 +55,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		}
 	}
 	opts := e.toolboxOptions(tools)
-	if addr := e.knowledgeOf(a, tools); addr != "" {
+	if addr := e.knowledgeOf(a, tools); addr != "" && !e.opts.Discovery {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.Address, err)
@@ -63,7 +66,6 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		}
 	}
 	box, err := builtins.NewToolbox(ctx, tools, servers, opts)
-
 	if err != nil {
 		return nil, fmt.Errorf("%s: tools: %w", a.Address, err)
 	}
@@ -89,7 +91,12 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			}
 		}
 	}
-	t := &agentTools{box: box, info: map[string]builtins.Info{}}
+	t := &agentTools{box: box, info: map[string]builtins.Info{}, names: names}
+	for _, n := range box.Names() {
+		if !slices.Contains(names, n) {
+			t.removed = append(t.removed, n)
+		}
+	}
 	for _, w := range box.Withheld() {
 		t.withheld = append(t.withheld, journal.WithheldTool{Tool: w.Name, Source: w.Source, Reason: w.Reason})
 	}

@@ -336,11 +336,15 @@ func TestPlan(t *testing.T) {
 
 func TestTools(t *testing.T) {
 	s, _ := newTestSession(t, Options{})
+	// The server's tools are listed, filtered by the profile, with the
+	// effect the gate sees: read_and_mark's annotation raises the block's
+	// "read" to "write".
 	want := `agent.researcher, after tool_profile.readonly (include read_* calculator notes_*; exclude *_delete):
-  calculator     builtin calculator                effect none  approval policy  Evaluate an arithmetic expression
-  read_notes     builtin read_file                 effect read  approval policy  Read a note from the workspace
-  mcp_server.fs  MCP server symbi-test-mcp-server  effect read                   tools listed when the server starts, then filtered by the profile
-removed by the profile: notes_delete
+  calculator     builtin calculator  effect none   approval policy  Evaluate an arithmetic expression
+  read_notes     builtin read_file   effect read   approval policy  Read a note from the workspace
+  read_and_mark  mcp_server.fs       effect write  approval policy  Read and mark as read
+  read_echo      mcp_server.fs       effect read   approval policy  Echo a message.
+removed by the profile: notes_delete, erase
 `
 	if got := handle(t, s, ":tools researcher"); got != want {
 		t.Errorf(":tools researcher:\n%s", cmp.Diff(want, got))
@@ -687,19 +691,15 @@ agent     agent.researcher
 
 func TestToolsListsServersAndDelegates(t *testing.T) {
 	s := New(Options{})
+	t.Cleanup(func() { s.Close() })
 	if diags := s.Load("../examples/mcp.hcl"); diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	out := handle(t, s, ":tools browser")
-	for _, want := range []string{
-		"  read_text        mcp mcp_server.fs ",
-		"  mcp_server.fs    MCP server npx -y @modelcontextprotocol/server-filesystem . ",
-		// A deferred URL shows its expression: env() is not read here.
-		`  mcp_server.docs  MCP server env("DOCS_MCP_URL", "http://127.0.0.1:9000/mcp") `,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf(":tools browser lacks %q:\n%s", want, out)
-		}
+	// Its docs server is not running here: :tools says so, naming it,
+	// rather than show the agent's tools without it.
+	_, _, diags := s.Handle(context.Background(), ":tools browser")
+	if len(diags) == 0 || diags[0].Summary != "Tools did not start" || !strings.Contains(diags[0].Detail, "mcp_server.") {
+		t.Errorf(":tools browser with servers that cannot start: %v", diags)
 	}
 	if diags := s.Load("../examples/delegation.hcl"); diags.HasErrors() {
 		t.Fatal(diags.Error())
