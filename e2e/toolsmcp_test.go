@@ -462,3 +462,103 @@ func TestReplToolsAndCallMCP(t *testing.T) {
 	}
 	assertNoProcess(t, marker)
 }
+
+// TestTwoAsksArePendingAtOnce: a model turn that proposes two calls a
+// policy asks a person about puts both in the approval queue at once
+// (`symbi approve` lists both before either is decided), and each is
+// decided on its own: the second approved first, the first denied after;
+// only the approved call runs.
+func TestTwoAsksArePendingAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+
+tool "touch_a" {
+  description = "Write marker a"
+  command {
+    argv = ["sh", "-c", "echo a > a.txt; echo wrote a"]
+  }
+}
+
+tool "touch_b" {
+  description = "Write marker b"
+  command {
+    argv = ["sh", "-c", "echo b > b.txt; echo wrote b"]
+  }
+}
+
+policy "rules" {
+  rules {
+    ask = ["touch_*"]
+  }
+}
+
+agent "a" {
+  model    = model.m
+  tools    = [tool.touch_a, tool.touch_b]
+  policies = [policy.rules]
+}
+-- script.json --
+{"turns": [{"tool_calls": [{"id": "ca", "name": "touch_a", "arguments": {}}, {"id": "cb", "name": "touch_b", "arguments": {}}]}, {"content": "Done."}]}
+`)
+	state := filepath.Join(t.TempDir(), "state")
+	p := start(t, call{dir: dir}, "run", "--state-dir", state, ".", "go")
+	var ids map[string]string // tool -> request id
+	deadline := time.Now().Add(hangLimit)
+	for ids == nil || len(ids) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two requests were never pending at once (last seen: %v)", ids)
+		}
+		time.Sleep(50 * time.Millisecond)
+		r := symbi(t, call{}, "approve", "--state-dir", state)
+		if r.code != 0 {
+			continue // no queue yet
+		}
+		ids = map[string]string{}
+		for _, line := range strings.Split(r.stdout, "\n") {
+			for _, tool := range []string{"touch_a", "touch_b"} {
+				if id, _, ok := strings.Cut(line, "  agent a wants tool_call \""+tool+"\""); ok {
+					ids[tool] = id
+				}
+			}
+		}
+		if len(ids) == 1 {
+			// Listed one alone: the other must come without a decision.
+			continue
+		}
+	}
+	if r := symbi(t, call{}, "approve", "--state-dir", state, "--by", "e2e", ids["touch_b"]); r.code != 0 {
+		t.Fatalf("approve touch_b:\n%s", r)
+	}
+	if r := symbi(t, call{}, "deny", "--state-dir", state, "--by", "e2e", "--reason", "not a", ids["touch_a"]); r.code != 0 {
+		t.Fatalf("deny touch_a:\n%s", r)
+	}
+	r := p.wait(t)
+	if r.code != 0 {
+		t.Fatalf("run:\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err == nil {
+		t.Error("the denied call ran")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.txt")); err != nil {
+		t.Error("the approved call did not run")
+	}
+	evs := readJournal(t, state, onlyRun(t, state))
+	var order []string
+	for _, ev := range evs {
+		switch ev.Type {
+		case journal.ApprovalRequested:
+			order = append(order, "requested "+decodeEvent[journal.ApprovalRequestedData](t, ev).Tool)
+		case journal.ApprovalDecided:
+			d := decodeEvent[journal.ApprovalDecidedData](t, ev)
+			order = append(order, fmt.Sprintf("decided %s %v", d.Tool, d.Approved))
+		}
+	}
+	if got := strings.Join(order, ", "); got != "requested touch_a, requested touch_b, decided touch_b true, decided touch_a false" {
+		t.Errorf("approvals in the journal: %s", got)
+	}
+	assertGated(t, evs)
+}

@@ -139,20 +139,22 @@ func (r *run) respond(ctx context.Context, resp provider.Response) error {
 // as it is rather than made again.
 func (r *run) gateCalls(ctx context.Context, calls []provider.ToolCall, actions []policy.Action) ([]gated, error) {
 	out := make([]gated, len(calls))
+	all := make([]policy.Action, len(calls))
+	skip := make([]bool, len(calls))
 	for i, c := range calls {
-		a := r.actionOf(c)
+		all[i] = r.actionOf(c)
 		if len(actions) == len(calls) {
-			a = actions[i]
+			all[i] = actions[i]
 		}
 		if err := argumentsJSON(c.Arguments); err != nil {
 			// The action holds such text as a JSON string, for the
 			// journal; the model is told what is wrong with its text.
 			note := fmt.Sprintf("[invalid arguments] %s: arguments are %v", c.Name, err)
-			out[i] = gated{action: a, kind: obsInvalid, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
-			continue
+			out[i] = gated{action: all[i], kind: obsInvalid, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
+			skip[i] = true
 		}
-		out[i] = r.gateAction(ctx, a)
 	}
+	r.decideAll(ctx, out, all, skip)
 	return out, r.holdGate(out)
 }
 
