@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/journal"
+	"github.com/symbi-dev/symbi/provider/fakeserver"
 )
 
 // breakerConfig is an agent whose model calls a tool that always fails,
@@ -561,4 +562,94 @@ agent "a" {
 		t.Errorf("approvals in the journal: %s", got)
 	}
 	assertGated(t, evs)
+}
+
+// TestLifecycleEventsInJSON: `symbi run --json` streams, besides the
+// journal's events, a model_first_event per model call and the
+// tool_call_delta pieces of a tool call as the model writes it (index,
+// tool, piece of the arguments), which put together are the call; neither
+// is journalled, and reasoning_complete records the time to the first
+// event.
+func TestLifecycleEventsInJSON(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t, fakeserver.WithLatency(20*time.Millisecond), fakeserver.WithReplies(
+		fakeserver.Reply{ToolCalls: []fakeserver.ToolCall{{ID: "c1", Name: "calculator", ArgumentChunks: []string{`{"expr`, `ession":`, `"6*7"}`}}}},
+		fakeserver.Text("42"),
+	))
+	dir := writeConfig(t, fmt.Sprintf(`
+model "m" {
+  provider = "openai"
+  name     = "e2e-model"
+  base_url = %q
+  timeouts {
+    total       = "15s"
+    first_event = "5s"
+    idle        = "5s"
+  }
+}
+
+tool "calculator" {
+  builtin = "calculator"
+}
+
+policy "rules" {
+  rules {
+    allow = ["calculator"]
+  }
+}
+
+agent "a" {
+  model    = model.m
+  tools    = [tool.calculator]
+  policies = [policy.rules]
+}
+`, srv.URL()))
+	state := filepath.Join(dir, ".symbi")
+	r := symbi(t, call{dir: dir, env: []string{"OPENAI_API_KEY=k"}}, "run", "--json", ".", "6*7?")
+	if r.code != 0 {
+		t.Fatalf("run --json:\n%s", r)
+	}
+	var firsts int
+	var name, args string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var ev struct {
+			Type  string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+			Delta string          `json:"delta"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("a line that is not JSON: %q", line)
+		}
+		switch ev.Type {
+		case journal.ModelFirstEvent:
+			var d journal.FirstEventData
+			if json.Unmarshal(ev.Data, &d) != nil || d.Model != "model.m" {
+				t.Errorf("model_first_event %s", ev.Data)
+			}
+			firsts++
+		case journal.ToolCallDelta:
+			var d journal.ToolCallDeltaData
+			if json.Unmarshal(ev.Data, &d) != nil || d.Index != 0 {
+				t.Errorf("tool_call_delta %s", ev.Data)
+			}
+			if d.Name != "" {
+				name = d.Name
+			}
+			args += ev.Delta
+		}
+	}
+	if firsts != 2 || name != "calculator" || args != `{"expression":"6*7"}` {
+		t.Errorf("%d first events; the streamed call %s %s", firsts, name, args)
+	}
+	evs := readJournal(t, state, onlyRun(t, state))
+	for _, typ := range eventTypes(evs) {
+		if typ == journal.ModelFirstEvent || typ == journal.ToolCallDelta {
+			t.Errorf("%s was journalled", typ)
+		}
+	}
+	for _, rc := range eventsOf[journal.ReasoningCompleteData](t, evs, journal.ReasoningComplete) {
+		if rc.FirstEventMS <= 0 {
+			t.Errorf("reasoning_complete without first_event_ms: %+v", rc)
+		}
+	}
 }

@@ -82,6 +82,37 @@ const (
 	ToolOutcomeUnknown = "tool_outcome_unknown"
 )
 
+// Events the engine hands its observers (`symbi run`'s live lines, its
+// --json stream) but does not journal: one per streamed piece would cost
+// the loop a line per piece, and reasoning_complete holds what they
+// carry (the whole tool calls; the time to the first event as
+// first_event_ms).
+const (
+	// ModelFirstEvent: the response to a model call sent its first event
+	// (FirstEventData), once per call.
+	ModelFirstEvent = "model_first_event"
+	// ToolCallDelta: a piece of a tool call the model is writing
+	// (ToolCallDeltaData; the piece of its arguments is the event's
+	// delta).
+	ToolCallDelta = "tool_call_delta"
+)
+
+// FirstEventData is a model_first_event: the model and how long after the
+// request its first event came.
+type FirstEventData struct {
+	Model   string `json:"model"`
+	AfterMS int64  `json:"after_ms"`
+}
+
+// ToolCallDeltaData names the call a tool_call_delta belongs to: its
+// place among the turn's calls, and its id and tool in the piece that
+// brings them.
+type ToolCallDeltaData struct {
+	Index int    `json:"index"`
+	ID    string `json:"id,omitempty"`
+	Name  string `json:"name,omitempty"`
+}
+
 // ModelCallStartedData is a model call about to be sent, with the
 // estimate its budget reservation made (the preflight prompt estimate and
 // the output allowance): what a resume charges when no reasoning_complete
@@ -185,6 +216,10 @@ type ReasoningCompleteData struct {
 	// FinishReasonMissing: the turn ended complete (its stream's [DONE])
 	// without a finish reason, as some servers send it.
 	FinishReasonMissing bool `json:"finish_reason_missing,omitempty"`
+	// FirstEventMS is how long after the request the response's first
+	// event came (the model_first_event the observers saw); absent when
+	// it came within a millisecond.
+	FirstEventMS int64 `json:"first_event_ms,omitempty"`
 }
 
 // PolicyEvaluatedData holds one gate decision per proposed action.

@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
@@ -297,13 +298,31 @@ type runPrinter struct {
 	// reasoning: stderr is in the middle of a model's streamed reasoning,
 	// whose last byte was not a newline when reasoningMidLine.
 	reasoning, reasoningMidLine bool
+	// calls are the tool calls the model is writing (tool_call_delta), by
+	// index, for the progress line a terminal shows; progress says the
+	// line is on the screen.
+	calls    map[int]*callProgress
+	progress bool
+	// live: stderr is a terminal, where lines can be redrawn.
+	live bool
 }
+
+// callProgress is a tool call being written: its tool and the end of its
+// arguments so far (bounded: the line shows only the end).
+type callProgress struct {
+	name string
+	args string
+}
+
+// maxProgressArgs bounds what is kept of a call's arguments for the line.
+const maxProgressArgs = 512
 
 func newRunPrinter(stdout, stderr io.Writer, jsonOut bool) *runPrinter {
 	p := &runPrinter{stdout: stdout, stderr: stderr, json: jsonOut}
 	if !jsonOut && isTerminal(stderr) {
 		p.spin = newSpinner(stderr)
 		p.dim = os.Getenv("NO_COLOR") == ""
+		p.live = true
 	}
 	return p
 }
@@ -315,6 +334,7 @@ func (p *runPrinter) close() {
 	if p.spin != nil {
 		p.spin.stop()
 	}
+	p.clearProgress()
 	p.endLine()
 }
 
@@ -326,6 +346,19 @@ func (p *runPrinter) event(ev engine.Event) {
 	}
 	if p.spin != nil {
 		p.spin.pause()
+	}
+	switch ev.Type {
+	case engine.ModelFirstEvent:
+		return // the spinner stopped for it; nothing more to show
+	case engine.ToolCallDelta:
+		if ev.Depth == 0 && p.live {
+			p.showCallProgress(ev)
+		}
+		return
+	}
+	p.clearProgress()
+	if ev.Type == journal.ReasoningComplete {
+		p.calls = nil
 	}
 	if ev.Type == engine.ReasoningDelta {
 		if ev.Depth == 0 {
@@ -351,6 +384,53 @@ func (p *runPrinter) event(ev engine.Event) {
 	if p.spin != nil && waitsForModel(ev.Type) {
 		p.spin.start()
 	}
+}
+
+// showCallProgress redraws the progress line of the tool call a
+// tool_call_delta belongs to (on a terminal only: the "→" line of the
+// turn says the same once it is whole).
+func (p *runPrinter) showCallProgress(ev engine.Event) {
+	var d journal.ToolCallDeltaData
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return
+	}
+	if p.calls == nil {
+		p.calls = map[int]*callProgress{}
+	}
+	c := p.calls[d.Index]
+	if c == nil {
+		c = &callProgress{}
+		p.calls[d.Index] = c
+	}
+	if d.Name != "" {
+		c.name = d.Name
+	}
+	c.args += ev.Delta
+	if len(c.args) > maxProgressArgs {
+		c.args = strings.ToValidUTF8(c.args[len(c.args)-maxProgressArgs:], "")
+	}
+	p.endLine()
+	fmt.Fprintf(p.stderr, "\r\033[K%s", render.ToolCallProgress(c.name, c.args, terminalWidth(p.stderr)-1))
+	p.progress = true
+}
+
+// clearProgress takes the progress line off the screen before anything
+// else is written.
+func (p *runPrinter) clearProgress() {
+	if p.progress {
+		io.WriteString(p.stderr, "\r\033[K")
+		p.progress = false
+	}
+}
+
+// terminalWidth is w's width when it is a terminal, else 80.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 20 {
+			return width
+		}
+	}
+	return 80
 }
 
 // endLine finishes a streamed answer's line (and streamed reasoning)

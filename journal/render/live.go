@@ -215,3 +215,19 @@ func clip(s string, n int) string {
 func withheldLine(w journal.WithheldTool) string {
 	return fmt.Sprintf("⚠ %s of %s is not offered: %s", clip(w.Tool, 60), w.Source, w.Reason)
 }
+
+// ToolCallProgress is the one-line status `symbi run` shows on a terminal
+// while the model writes a tool call (its tool_call_delta events): the
+// tool and the end of the arguments written so far, at most width
+// characters in all, control and invisible characters escaped. The line
+// is replaced as pieces arrive and cleared for the call's "→" line, which
+// the turn's reasoning_complete brings.
+func ToolCallProgress(name, args string, width int) string {
+	head := "✎ " + clip(name, 40) + " "
+	tail := policy.EscapeLine(strings.Join(strings.Fields(args), " "))
+	room := width - len([]rune(head))
+	if r := []rune(tail); room > 1 && len(r) > room {
+		tail = "…" + string(r[len(r)-room+1:])
+	}
+	return head + tail
+}

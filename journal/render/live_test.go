@@ -79,3 +79,25 @@ func TestLiveLines(t *testing.T) {
 		}
 	}
 }
+
+// The progress of a tool call being written keeps the end of its
+// arguments within the width, escaped.
+func TestToolCallProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name, args string
+		width      int
+		want       string
+	}{
+		{"search", `{"query":"ot`, 80, `✎ search {"query":"ot`},
+		{"search", `{"query":"otters and seals and sea lions"}`, 30, `✎ search …eals and sea lions"}`},
+		{"x\u001b[2J", "{\"a\":\"\u0007\"}", 80, `✎ x\x1b[2J {"a":"\a"}`},
+	} {
+		got := ToolCallProgress(tc.name, tc.args, tc.width)
+		if got != tc.want {
+			t.Errorf("ToolCallProgress(%q, %q, %d) = %q, want %q", tc.name, tc.args, tc.width, got, tc.want)
+		}
+		if n := len([]rune(got)); n > tc.width {
+			t.Errorf("%q is %d characters, over %d", got, n, tc.width)
+		}
+	}
+}
