@@ -534,6 +534,24 @@ agent "a" {
 	if r := symbi(t, call{}, "approve", "--state-dir", state, "--by", "e2e", ids["touch_b"]); r.code != 0 {
 		t.Fatalf("approve touch_b:\n%s", r)
 	}
+	// The run takes touch_b's answer while touch_a's request still waits.
+	for decidedB := false; !decidedB; {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never took the answer to touch_b while touch_a waited")
+		}
+		time.Sleep(50 * time.Millisecond)
+		runs, _ := journal.ListRuns(state)
+		if len(runs) != 1 {
+			continue
+		}
+		evs, _ := journal.ReadFile(journal.Path(state, runs[0].ID))
+		for _, ev := range evs {
+			decidedB = decidedB || ev.Type == journal.ApprovalDecided && strings.Contains(string(ev.Data), `"tool":"touch_b"`)
+		}
+	}
+	if r := symbi(t, call{}, "approve", "--state-dir", state); !strings.Contains(r.stdout, ids["touch_a"]) || strings.Contains(r.stdout, ids["touch_b"]) {
+		t.Errorf("after touch_b's answer, the queue should list touch_a alone:\n%s", r)
+	}
 	if r := symbi(t, call{}, "deny", "--state-dir", state, "--by", "e2e", "--reason", "not a", ids["touch_a"]); r.code != 0 {
 		t.Fatalf("deny touch_a:\n%s", r)
 	}
