@@ -44,6 +44,21 @@ func newBreaker(cfg plan.CircuitBreaker, now func() time.Time) *breaker {
 	return &breaker{cfg: cfg, now: now, state: Closed}
 }
 
+// newBreakerOf is the breaker of a tool (or of each tool of an MCP server)
+// with the plan's settings: none when they turn it off, the default one
+// when the plan has none (a plan made without the compiler, which fills
+// it for every tool).
+func newBreakerOf(cfg *plan.CircuitBreaker, now func() time.Time) *breaker {
+	if cfg == nil {
+		d := plan.DefaultCircuitBreaker()
+		cfg = &d
+	}
+	if cfg.Disabled {
+		return nil
+	}
+	return newBreaker(*cfg, now)
+}
+
 // errCircuitOpen says why a call was refused and when to expect a probe.
 type errCircuitOpen struct {
 	state BreakerState

@@ -147,3 +147,71 @@ func TestBreakerHalfOpenAdmitsOnlyMaxProbes(t *testing.T) {
 		t.Errorf("state after a stale probe result: %s", b.State())
 	}
 }
+
+// Every tool has a breaker with the design's defaults unless its plan
+// turns it off: a tool whose plan says nothing (a plan made without the
+// compiler, which writes the default into every tool) stops being called
+// after three failures in a row, and one whose breaker is disabled is
+// called every time.
+func TestEveryToolHasABreakerUnlessDisabled(t *testing.T) {
+	ctx := context.Background()
+	srv := newFlakyServer(t, 500, 500, 500, 500, 500)
+	plain := httpTool("plain", srv.URL, "POST") // CircuitBreaker nil
+	tb := newToolbox(t, []plan.Tool{plain}, nil, Options{Now: newFakeClock().Now})
+	call := approve(t, tb, "plain", `{}`)
+	for i := 0; i < 5; i++ {
+		tb.Call(ctx, call)
+	}
+	if s, ok := tb.BreakerState("plain"); !ok || s != Open {
+		t.Errorf("breaker of a tool without settings: %q, %v; want open", s, ok)
+	}
+	if srv.Calls() != plan.DefaultCircuitBreaker().FailureThreshold {
+		t.Errorf("the tool was called %d times; want %d, then refused", srv.Calls(), plan.DefaultCircuitBreaker().FailureThreshold)
+	}
+
+	off := newFlakyServer(t, 500, 500, 500, 500, 500)
+	disabled := httpTool("unguarded", off.URL, "POST")
+	disabled.CircuitBreaker = &plan.CircuitBreaker{Disabled: true}
+	tb = newToolbox(t, []plan.Tool{disabled}, nil, Options{Now: newFakeClock().Now})
+	call = approve(t, tb, "unguarded", `{}`)
+	for i := 0; i < 5; i++ {
+		_, err := tb.Call(ctx, call)
+		wantKind(t, err, Transport)
+	}
+	if _, ok := tb.BreakerState("unguarded"); ok {
+		t.Error("a disabled breaker exists")
+	}
+	if off.Calls() != 5 {
+		t.Errorf("a tool without a breaker was called %d times of 5", off.Calls())
+	}
+}
+
+// Each tool of an MCP server has a breaker of its own, with the server
+// block's settings: one failing tool does not stop its siblings.
+func TestMCPServerToolsHaveBreakers(t *testing.T) {
+	ctx := context.Background()
+	srv := stdioServer(t)
+	srv.CircuitBreaker = &plan.CircuitBreaker{FailureThreshold: 2, RecoveryTimeout: plan.Duration(time.Minute), HalfOpenMaxCalls: 1}
+	tb := newToolbox(t, nil, []plan.MCPServer{srv}, Options{Now: newFakeClock().Now})
+	boom := approve(t, tb, "boom", `{}`)
+	for i := 0; i < 2; i++ {
+		_, err := tb.Call(ctx, boom)
+		wantKind(t, err, Error)
+	}
+	_, err := tb.Call(ctx, boom)
+	wantKind(t, err, CircuitOpen)
+	if s, ok := tb.BreakerState("note"); !ok || s != Closed {
+		t.Errorf("a sibling's breaker: %q, %v; want closed", s, ok)
+	}
+	if _, err := tb.Call(ctx, approve(t, tb, "note", `{}`)); err != nil {
+		t.Errorf("a sibling of the failing tool: %v", err)
+	}
+
+	srv.CircuitBreaker = &plan.CircuitBreaker{Disabled: true}
+	tb = newToolbox(t, nil, []plan.MCPServer{srv}, Options{Now: newFakeClock().Now})
+	boom = approve(t, tb, "boom", `{}`)
+	for i := 0; i < 4; i++ {
+		_, err := tb.Call(ctx, boom)
+		wantKind(t, err, Error)
+	}
+}

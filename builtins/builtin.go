@@ -143,57 +143,61 @@ func decodeArgs(args json.RawMessage, v any) error {
 	return nil
 }
 
-func runCalculator(_ context.Context, args json.RawMessage, _ int) (string, bool, error) {
+func runCalculator(_ context.Context, args json.RawMessage, _ int) (string, cut, error) {
 	var a struct{ Expression string }
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	v, err := evalArithmetic(a.Expression)
 	if err != nil {
-		return "", false, fail(InvalidArguments, "", err)
+		return "", cut{}, fail(InvalidArguments, "", err)
 	}
-	return formatNumber(v), false, nil
+	return formatNumber(v), cut{}, nil
 }
 
-func (tb *Toolbox) runClock(_ context.Context, args json.RawMessage, _ int) (string, bool, error) {
+func (tb *Toolbox) runClock(_ context.Context, args json.RawMessage, _ int) (string, cut, error) {
 	var a struct{ Timezone string }
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	if a.Timezone == "" {
 		a.Timezone = "UTC"
 	}
 	loc, err := time.LoadLocation(a.Timezone)
 	if err != nil {
-		return "", false, fail(InvalidArguments, "", fmt.Errorf("unknown time zone %q", a.Timezone))
+		return "", cut{}, fail(InvalidArguments, "", fmt.Errorf("unknown time zone %q", a.Timezone))
 	}
 	t := tb.opts.Now().In(loc)
-	return fmt.Sprintf("%s (%s, %s)", t.Format(time.RFC3339), t.Weekday(), a.Timezone), false, nil
+	return fmt.Sprintf("%s (%s, %s)", t.Format(time.RFC3339), t.Weekday(), a.Timezone), cut{}, nil
 }
 
-func (tb *Toolbox) runReadFile(_ context.Context, args json.RawMessage, limit int) (string, bool, error) {
+func (tb *Toolbox) runReadFile(_ context.Context, args json.RawMessage, limit int) (string, cut, error) {
 	var a struct {
 		Path   string
 		Offset int64
 	}
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	rel, err := tb.ws.exact(a.Path)
 	if err != nil {
-		return "", false, pathFailure("", err)
+		return "", cut{}, pathFailure("", err)
 	}
 	f, err := tb.ws.openFile(rel)
 	if err != nil {
-		return "", false, fail(Error, "", fileError(err, a.Path))
+		return "", cut{}, fail(Error, "", fileError(err, a.Path))
 	}
 	defer f.Close()
 	if a.Offset > 0 {
 		if _, err := f.Seek(a.Offset, io.SeekStart); err != nil {
-			return "", false, fail(Error, "", err)
+			return "", cut{}, fail(Error, "", err)
 		}
 	}
-	return readCapped(f, limit)
+	var whole int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		whole = max(st.Size()-a.Offset, 0)
+	}
+	return readCapped(f, limit, whole)
 }
 
 // pathFailure classifies a path the workspace refused: one the model can
@@ -215,54 +219,61 @@ func fileError(err error, p string) error {
 	return fmt.Errorf("%s: %w", p, err)
 }
 
-func (tb *Toolbox) runListDir(_ context.Context, args json.RawMessage, limit int) (string, bool, error) {
+func (tb *Toolbox) runListDir(_ context.Context, args json.RawMessage, limit int) (string, cut, error) {
 	var a struct{ Path string }
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	rel, err := tb.ws.exact(a.Path)
 	if err != nil {
-		return "", false, pathFailure("", err)
+		return "", cut{}, pathFailure("", err)
 	}
 	entries, err := tb.ws.listDir(rel)
 	if err != nil {
-		return "", false, fail(Error, "", fileError(err, rel))
+		return "", cut{}, fail(Error, "", fileError(err, rel))
 	}
 	var b strings.Builder
+	var size int64
+	c := cut{}
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() {
 			name += "/"
 		}
-		if b.Len()+len(name)+1 > limit {
-			return b.String(), true, nil
+		size += int64(len(name)) + 1
+		if c.truncated || b.Len()+len(name)+1 > limit {
+			c.truncated = true
+			continue
 		}
 		b.WriteString(name)
 		b.WriteByte('\n')
 	}
-	return b.String(), false, nil
+	if c.truncated {
+		c.size = size
+	}
+	return b.String(), c, nil
 }
 
-func (tb *Toolbox) runWriteFile(_ context.Context, args json.RawMessage, _ int) (string, bool, error) {
+func (tb *Toolbox) runWriteFile(_ context.Context, args json.RawMessage, _ int) (string, cut, error) {
 	var a struct {
 		Path    string
 		Content string
 		Append  bool
 	}
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	rel, err := tb.ws.exact(a.Path)
 	if err != nil {
-		return "", false, pathFailure("", err)
+		return "", cut{}, pathFailure("", err)
 	}
 	if rel == "." {
-		return "", false, fail(InvalidArguments, "", errors.New("path names the workspace itself, not a file"))
+		return "", cut{}, fail(InvalidArguments, "", errors.New("path names the workspace itself, not a file"))
 	}
 	if err := tb.ws.writeFile(rel, a.Content, a.Append); err != nil {
-		return "", false, fail(Error, "", fileError(err, rel))
+		return "", cut{}, fail(Error, "", fileError(err, rel))
 	}
-	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel), false, nil
+	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel), cut{}, nil
 }
 
 // hostAllowed matches a URL's host against the allow-list, with and without
@@ -288,26 +299,26 @@ func (tb *Toolbox) httpGetRun(allow []string) runFunc {
 		allow = tb.opts.HTTPAllowHosts
 	}
 	allow = slices.Clone(allow)
-	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	return func(ctx context.Context, args json.RawMessage, limit int) (string, cut, error) {
 		return tb.runHTTPGet(ctx, allow, args, limit)
 	}
 }
 
-func (tb *Toolbox) runHTTPGet(ctx context.Context, allow []string, args json.RawMessage, limit int) (string, bool, error) {
+func (tb *Toolbox) runHTTPGet(ctx context.Context, allow []string, args json.RawMessage, limit int) (string, cut, error) {
 	var a struct{ URL string }
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	u, err := url.Parse(a.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", false, fail(InvalidArguments, "", fmt.Errorf("%q is not an http(s) URL", a.URL))
+		return "", cut{}, fail(InvalidArguments, "", fmt.Errorf("%q is not an http(s) URL", a.URL))
 	}
 	if !hostAllowed(allow, u) {
-		return "", false, fail(Error, "", fmt.Errorf("%s: %w", u.Host, ErrHostNotAllowed))
+		return "", cut{}, fail(Error, "", fmt.Errorf("%s: %w", u.Host, ErrHostNotAllowed))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return "", false, fail(InvalidArguments, "", err)
+		return "", cut{}, fail(InvalidArguments, "", err)
 	}
 	// A redirect must not lead past the allow-list.
 	client := *tb.opts.HTTPClient
@@ -323,22 +334,22 @@ func (tb *Toolbox) runHTTPGet(ctx context.Context, allow []string, args json.Raw
 	return doHTTP(ctx, &client, req, limit)
 }
 
-func (tb *Toolbox) runDelegate(ctx context.Context, args json.RawMessage, _ int) (string, bool, error) {
+func (tb *Toolbox) runDelegate(ctx context.Context, args json.RawMessage, _ int) (string, cut, error) {
 	var a struct{ Target, Task string }
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	if tb.opts.Delegate == nil {
-		return "", false, fail(Error, "", fmt.Errorf("delegation: %w", ErrNotConfigured))
+		return "", cut{}, fail(Error, "", fmt.Errorf("delegation: %w", ErrNotConfigured))
 	}
 	out, err := tb.opts.Delegate(ctx, a.Target, a.Task)
 	if err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
-	return out, false, nil
+	return out, cut{}, nil
 }
 
-func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit int) (string, cut, error) {
 	var a struct {
 		Query string
 		Limit int
@@ -346,52 +357,59 @@ func (tb *Toolbox) runRecall(ctx context.Context, args json.RawMessage, limit in
 		Dir   string
 	}
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	if a.Scope == "conventions" {
 		return tb.runConventions(a.Dir, limit)
 	}
 	if tb.opts.Knowledge == nil {
-		return "", false, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
+		return "", cut{}, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
 	}
 	if a.Limit == 0 {
 		a.Limit = 5
 	}
 	facts, err := tb.opts.Knowledge.Recall(ctx, a.Query, a.Limit, tb.opts.RelevanceThreshold)
 	if err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	if len(facts) == 0 {
-		return "no relevant facts", false, nil
+		return "no relevant facts", cut{}, nil
 	}
 	var b strings.Builder
+	var size int64
+	c := cut{}
 	for _, f := range facts {
 		line := fmt.Sprintf("%s (confidence %.2f, relevance %.2f)\n", f.Text(), f.Confidence, f.Score)
-		if b.Len()+len(line) > limit {
-			return b.String(), true, nil
+		size += int64(len(line))
+		if c.truncated || b.Len()+len(line) > limit {
+			c.truncated = true
+			continue
 		}
 		b.WriteString(line)
 	}
-	return b.String(), false, nil
+	if c.truncated {
+		c.size = size
+	}
+	return b.String(), c, nil
 }
 
 // runConventions reads the conventions files that apply in dir, walking up
 // to the workspace root and no further, through the workspace's checks:
 // links inside it are followed, protected paths and ways out refused.
-func (tb *Toolbox) runConventions(dir string, limit int) (string, bool, error) {
+func (tb *Toolbox) runConventions(dir string, limit int) (string, cut, error) {
 	if tb.opts.Conventions == "" {
-		return "", false, fail(Error, "", fmt.Errorf("conventions: %w", ErrNotConfigured))
+		return "", cut{}, fail(Error, "", fmt.Errorf("conventions: %w", ErrNotConfigured))
 	}
 	rel, err := tb.ws.exact(dir)
 	if err != nil {
-		return "", false, pathFailure("", err)
+		return "", cut{}, pathFailure("", err)
 	}
 	convs, err := knowledge.Conventions(workspaceFS{tb.ws}, rel, tb.opts.Conventions)
 	if err != nil {
-		return "", false, fail(Error, "", err)
+		return "", cut{}, fail(Error, "", err)
 	}
 	if len(convs) == 0 {
-		return "no conventions apply", false, nil
+		return "no conventions apply", cut{}, nil
 	}
 	var b strings.Builder
 	for _, c := range convs {
@@ -399,21 +417,21 @@ func (tb *Toolbox) runConventions(dir string, limit int) (string, bool, error) {
 	}
 	s := b.String()
 	if len(s) > limit {
-		return cutUTF8(s[:limit]), true, nil
+		return cutUTF8(s[:limit]), cutAt(int64(len(s))), nil
 	}
-	return s, false, nil
+	return s, cut{}, nil
 }
 
-func (tb *Toolbox) runStore(ctx context.Context, args json.RawMessage, _ int) (string, bool, error) {
+func (tb *Toolbox) runStore(ctx context.Context, args json.RawMessage, _ int) (string, cut, error) {
 	var a struct {
 		Subject, Predicate, Object string
 		Confidence                 *float64
 	}
 	if err := decodeArgs(args, &a); err != nil {
-		return "", false, err
+		return "", cut{}, err
 	}
 	if tb.opts.Knowledge == nil {
-		return "", false, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
+		return "", cut{}, fail(Error, "", fmt.Errorf("knowledge store: %w", ErrNotConfigured))
 	}
 	f := knowledge.Fact{Subject: a.Subject, Predicate: a.Predicate, Object: a.Object, Confidence: 1, Source: tb.opts.Agent}
 	if a.Confidence != nil {
@@ -421,21 +439,26 @@ func (tb *Toolbox) runStore(ctx context.Context, args json.RawMessage, _ int) (s
 	}
 	if err := tb.opts.Knowledge.Put(ctx, f); err != nil {
 		if errors.Is(err, knowledge.ErrInvalidFact) {
-			return "", false, fail(InvalidArguments, "", err)
+			return "", cut{}, fail(InvalidArguments, "", err)
 		}
-		return "", false, err
+		return "", cut{}, err
 	}
-	return "stored: " + f.Text(), false, nil
+	return "stored: " + f.Text(), cut{}, nil
 }
 
-// readCapped reads at most limit bytes; truncated says there was more.
-func readCapped(r io.Reader, limit int) (string, bool, error) {
+// readCapped reads at most limit bytes; the cut says there was more, and
+// how much when whole (the size of what r reads: a file's remaining bytes,
+// an http body's Content-Length) is more than limit.
+func readCapped(r io.Reader, limit int, whole int64) (string, cut, error) {
 	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return "", false, fail(Error, "", err)
+		return "", cut{}, fail(Error, "", err)
 	}
 	if len(b) > limit {
-		return cutUTF8(string(b[:limit])), true, nil
+		if whole <= int64(limit) {
+			whole = 0 // not known after all: the file grew, or the header was wrong
+		}
+		return cutUTF8(string(b[:limit])), cutAt(whole), nil
 	}
-	return string(b), false, nil
+	return string(b), cut{}, nil
 }

@@ -107,8 +107,11 @@ func TestWorkspaceFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err = tb.Call(ctx, approve(t, tb, "read_file", `{"path":"notes/a.txt"}`))
-	if err != nil || r.Content != "hello wo" || !r.Truncated {
-		t.Errorf("read with max_output_bytes 8: %+v %v", r, err)
+	if err != nil || r.Content != "hello wo" || !r.Truncated || r.Size != 11 || r.Limit != 8 {
+		t.Errorf("read with max_output_bytes 8: %+v %v; want the first 8 of 11 bytes", r, err)
+	}
+	if note := r.TruncationNote(); note != "[output truncated at max_output_bytes (8): the first 8 of 11 bytes are shown]" {
+		t.Errorf("note %q", note)
 	}
 	r, err = tb.Call(ctx, approve(t, tb, "read_file", `{"path":"notes/a.txt","offset":6}`))
 	if err != nil || r.Content != "world" || r.Truncated {

@@ -93,14 +93,14 @@ func (tb *Toolbox) commandDir(dir string, argv []string) string {
 // process exits (children left running are not the tool's result); on
 // Linux the process is also killed when symbi dies (see launcher).
 func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
-	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	return func(ctx context.Context, args json.RawMessage, limit int) (string, cut, error) {
 		argv, err := tb.argv(c.Argv)
 		if err != nil {
-			return "", false, fail(Error, "", err)
+			return "", cut{}, fail(Error, "", err)
 		}
 		env, err := tb.environ(c.Env)
 		if err != nil {
-			return "", false, fail(Error, "", err)
+			return "", cut{}, fail(Error, "", err)
 		}
 		dir := tb.commandDir(c.Dir, argv)
 		if len(args) == 0 {
@@ -124,13 +124,13 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		// the group is killed then, which closes the pipes.
 		outR, outW, err := os.Pipe()
 		if err != nil {
-			return "", false, fail(Error, "", err)
+			return "", cut{}, fail(Error, "", err)
 		}
 		errR, errW, err := os.Pipe()
 		if err != nil {
 			outR.Close()
 			outW.Close()
-			return "", false, fail(Error, "", err)
+			return "", cut{}, fail(Error, "", err)
 		}
 		cmd.Stdout, cmd.Stderr = outW, errW
 		err = tb.launch.start(cmd)
@@ -139,7 +139,7 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		if err != nil {
 			outR.Close()
 			errR.Close()
-			return "", false, fail(Error, "", fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err))
+			return "", cut{}, fail(Error, "", fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err))
 		}
 		drained := make(chan struct{})
 		go func() {
@@ -164,25 +164,25 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		out, over := stdout.result()
 		if over {
 			// The cap was reached: the output so far is the (bounded) result.
-			return out, true, nil
+			return out, cutAt(0), nil
 		}
 		if ctx.Err() != nil {
-			return "", false, fail(Timeout, "", fmt.Errorf("killed with its process group: %w%s", ctx.Err(), stderrSuffix(stderr.String())))
+			return "", cut{}, fail(Timeout, "", fmt.Errorf("killed with its process group: %w%s", ctx.Err(), stderrSuffix(stderr.String())))
 		}
 		var ee *exec.ExitError
 		switch {
 		case werr == nil, errors.Is(werr, exec.ErrWaitDelay):
 			// ErrWaitDelay: the tool exited 0, but a child kept its stdin
 			// open without reading the arguments; the answer stands.
-			return out, false, nil
+			return out, cut{}, nil
 		case errors.As(werr, &ee):
 			code := ee.ExitCode()
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				code = 128 + int(ws.Signal())
 			}
-			return "", false, fail(Error, "", &ExitError{Code: code, Stderr: stderr.String()})
+			return "", cut{}, fail(Error, "", &ExitError{Code: code, Stderr: stderr.String()})
 		default:
-			return "", false, fail(Error, "", werr)
+			return "", cut{}, fail(Error, "", werr)
 		}
 	}
 }

@@ -92,6 +92,11 @@ func TestCommandGigabytesAreCutAtTheCap(t *testing.T) {
 	if !r.Truncated || len(r.Content) != 64<<10 || strings.Trim(r.Content, "x") != "" {
 		t.Errorf("truncated=%v len=%d", r.Truncated, len(r.Content))
 	}
+	// The tool was stopped at the cap: how much more it had is not known,
+	// and the note says so rather than guess.
+	if r.Size != 0 || !strings.Contains(r.TruncationNote(), "the first 65536 bytes are shown; the tool was stopped there") {
+		t.Errorf("size %d, note %q", r.Size, r.TruncationNote())
+	}
 	waitGone(t, pidfile, 2)
 }
 

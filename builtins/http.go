@@ -35,10 +35,10 @@ func httpMethod(h plan.HTTPExec) string {
 
 func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 	method := httpMethod(h)
-	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	return func(ctx context.Context, args json.RawMessage, limit int) (string, cut, error) {
 		u, err := tb.httpURL(h)
 		if err != nil {
-			return "", false, fail(Error, "", err)
+			return "", cut{}, fail(Error, "", err)
 		}
 		var body *bytes.Reader
 		if queryMethod(method) {
@@ -46,7 +46,7 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 			// arguments are added after it; none may name a fixed parameter.
 			extra, err := argumentQuery(args, fixedQueryNames(u.RawQuery))
 			if err != nil {
-				return "", false, fail(InvalidArguments, "", err)
+				return "", cut{}, fail(InvalidArguments, "", err)
 			}
 			switch {
 			case u.RawQuery == "":
@@ -63,7 +63,7 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 		}
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 		if err != nil {
-			return "", false, fail(Error, "", redact(err))
+			return "", cut{}, fail(Error, "", redact(err))
 		}
 		if body.Len() > 0 {
 			req.Header.Set("Content-Type", "application/json")
@@ -76,7 +76,7 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 		for k, v := range h.Headers {
 			val, err := tb.resolve(v)
 			if err != nil {
-				return "", false, fail(Error, "", fmt.Errorf("header %s: %w", k, err))
+				return "", cut{}, fail(Error, "", fmt.Errorf("header %s: %w", k, err))
 			}
 			req.Header.Set(k, val)
 		}
@@ -175,40 +175,40 @@ func argumentQuery(args json.RawMessage, fixed []string) (string, error) {
 // doHTTP sends req and maps the answer: 2xx is the result (body capped at
 // limit), 429 rate_limited with Retry-After noted, 408 and 504 timeout, other
 // 5xx transport, other statuses error; a connection failure is transport.
-func doHTTP(ctx context.Context, client *http.Client, req *http.Request, limit int) (string, bool, error) {
+func doHTTP(ctx context.Context, client *http.Client, req *http.Request, limit int) (string, cut, error) {
 	resp, err := client.Do(req)
 	if err != nil {
 		var f *Failure
 		if errors.As(err, &f) {
-			return "", false, f // a redirect refused by the allow-list
+			return "", cut{}, f // a redirect refused by the allow-list
 		}
 		if ctx.Err() != nil {
-			return "", false, fail(Timeout, "", err)
+			return "", cut{}, fail(Timeout, "", err)
 		}
-		return "", false, fail(Transport, "", redact(err))
+		return "", cut{}, fail(Transport, "", redact(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		content, truncated, err := readCapped(resp.Body, limit)
+		content, c, err := readCapped(resp.Body, limit, max(resp.ContentLength, 0))
 		if err != nil && ctx.Err() != nil {
-			return "", false, fail(Timeout, "", ctx.Err())
+			return "", cut{}, fail(Timeout, "", ctx.Err())
 		}
 		if err != nil {
-			return "", false, fail(Transport, "", err)
+			return "", cut{}, fail(Transport, "", err)
 		}
-		return content, truncated, nil
+		return content, c, nil
 	}
-	snippet, _, _ := readCapped(resp.Body, maxErrorBody)
+	snippet, _, _ := readCapped(resp.Body, maxErrorBody, 0)
 	se := &StatusError{Code: resp.StatusCode, Body: strings.TrimSpace(snippet)}
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests:
-		return "", false, &Failure{Kind: RateLimited, Err: se, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+		return "", cut{}, &Failure{Kind: RateLimited, Err: se, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	case code == http.StatusRequestTimeout || code == http.StatusGatewayTimeout:
-		return "", false, fail(Timeout, "", se)
+		return "", cut{}, fail(Timeout, "", se)
 	case code >= 500:
-		return "", false, fail(Transport, "", se)
+		return "", cut{}, fail(Transport, "", se)
 	default:
-		return "", false, fail(Error, "", se)
+		return "", cut{}, fail(Error, "", se)
 	}
 }
 

@@ -166,6 +166,30 @@ func TestHTTPBodyIsCapped(t *testing.T) {
 	if !r.Truncated || len(r.Content) != 1000 {
 		t.Errorf("truncated %v, %d bytes", r.Truncated, len(r.Content))
 	}
+	if r.Size != 0 {
+		t.Errorf("a chunked body without Content-Length: size %d, want unknown", r.Size)
+	}
+}
+
+// A body whose Content-Length says its size is cut with that size known,
+// for the model's note.
+func TestHTTPBodyCutWithItsContentLength(t *testing.T) {
+	body := strings.Repeat("z", 5000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5000")
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	tool := httpTool("sized", srv.URL, "POST")
+	tool.MaxOutputBytes = 1000
+	tb := newToolbox(t, []plan.Tool{tool}, nil, Options{})
+	r, err := tb.Call(context.Background(), approve(t, tb, "sized", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Truncated || r.Size != 5000 || r.TruncationNote() != "[output truncated at max_output_bytes (1000): the first 1000 of 5000 bytes are shown]" {
+		t.Errorf("truncated %v, size %d, note %q", r.Truncated, r.Size, r.TruncationNote())
+	}
 }
 
 // flakyServer fails on purpose: the handler answers with the statuses in

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -27,6 +28,11 @@ type mcpSession struct {
 	stderr  *tailWriter
 	tools   []*mcp.Tool
 	url     string // the resolved URL of an HTTP server, kept out of messages
+	// exec is what the server's tools/list answers said of each tool's
+	// execution, which the SDK does not keep (see mcptasks.go).
+	exec toolExecution
+	// withheld are the server's tools the toolbox does not offer.
+	withheld []Withheld
 
 	// life is cancelled when close begins: calls still in flight end then,
 	// because the SDK's Close waits for every outstanding call, and a call
@@ -89,14 +95,23 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		cmd.Stderr = sess.stderr
 		cmd.WaitDelay = waitDelay
 		sess.cmd = cmd
-		transport = &launchedTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, launch: &tb.launch}
+		transport = &listReadingTransport{
+			inner: &launchedTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, launch: &tb.launch},
+			x:     &sess.exec,
+		}
 	case !s.URL.IsZero():
 		u, err := tb.resolveURL(s.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s: url: %w", s.Address, err)
 		}
 		sess.url = u
-		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: tb.opts.HTTPClient, MaxRetries: -1, DisableStandaloneSSE: true}
+		hc := *tb.opts.HTTPClient
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &listReadingRoundTripper{base: base, x: &sess.exec}
+		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	default:
 		return nil, fmt.Errorf("%s: neither command nor url", s.Address)
 	}
@@ -255,11 +270,16 @@ func checkToolName(name string) error {
 // names (NewToolbox renames reserved and taken names). A tool whose name is
 // not of the MCP form fails the whole server: it names the server and the
 // tool, and no tool of a server that misnames one joins the toolbox.
-func (s *mcpSession) entries() ([]*entry, error) {
+func (s *mcpSession) entries(now func() time.Time) ([]*entry, error) {
 	var out []*entry
+	s.withheld = nil
 	for _, t := range s.tools {
 		if err := checkToolName(t.Name); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.address, err)
+		}
+		if why := s.withheldTool(t.Name); why != "" {
+			s.withheld = append(s.withheld, Withheld{Name: t.Name, Source: s.address, Reason: why})
+			continue
 		}
 		params, err := json.Marshal(t.InputSchema)
 		if err != nil {
@@ -277,6 +297,8 @@ func (s *mcpSession) entries() ([]*entry, error) {
 			Effect:      effect,
 			Idempotent:  idempotentOf(t.Annotations, effect),
 			Source:      s.address,
+			Server:      s.address,
+			ServerTool:  t.Name,
 		}
 		out = append(out, &entry{
 			info:      info,
@@ -285,6 +307,7 @@ func (s *mcpSession) entries() ([]*entry, error) {
 			timeout:   s.srv.Timeout.Std(),
 			maxOutput: mcpMaxOutputBytes,
 			keyed:     true,
+			breaker:   newBreakerOf(s.srv.CircuitBreaker, now),
 		})
 	}
 	return out, nil
@@ -295,9 +318,9 @@ func (s *mcpSession) entries() ([]*entry, error) {
 // (invalid_arguments for invalid params); a broken connection, or a session
 // closed during the call, is transport.
 func (s *mcpSession) callRun(tool string) runFunc {
-	return func(ctx context.Context, args json.RawMessage, limit int) (string, bool, error) {
+	return func(ctx context.Context, args json.RawMessage, limit int) (string, cut, error) {
 		if s.life.Err() != nil {
-			return "", false, fail(Transport, "", fmt.Errorf("%s is closed: %w", s.address, mcp.ErrConnectionClosed))
+			return "", cut{}, fail(Transport, "", fmt.Errorf("%s is closed: %w", s.address, mcp.ErrConnectionClosed))
 		}
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
@@ -315,29 +338,30 @@ func (s *mcpSession) callRun(tool string) runFunc {
 			var we *jsonrpc.Error
 			switch {
 			case ctx.Err() != nil:
-				return "", false, fail(Timeout, "", err)
+				return "", cut{}, fail(Timeout, "", err)
 			case s.life.Err() != nil:
-				return "", false, fail(Transport, "", fmt.Errorf("%s was closed during the call: %w", s.address, mcp.ErrConnectionClosed))
+				return "", cut{}, fail(Transport, "", fmt.Errorf("%s was closed during the call: %w", s.address, mcp.ErrConnectionClosed))
 			case errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams:
-				return "", false, fail(InvalidArguments, "", err)
+				return "", cut{}, fail(InvalidArguments, "", err)
 			case errors.As(err, &we):
-				return "", false, fail(Error, "", err)
+				return "", cut{}, fail(Error, "", err)
 			default:
-				return "", false, fail(Transport, "", fmt.Errorf("%w%s", err, s.stderrSuffix()))
+				return "", cut{}, fail(Transport, "", fmt.Errorf("%w%s", err, s.stderrSuffix()))
 			}
 		}
-		content, truncated := renderContent(res, limit)
+		content, c := renderContent(res, limit)
 		if res.IsError {
-			return "", false, fail(Error, "", errors.New(content))
+			return "", cut{}, fail(Error, "", errors.New(content))
 		}
-		return content, truncated, nil
+		return content, c, nil
 	}
 }
 
 // renderContent turns an MCP result into text for the model: text parts as
 // they are, other parts described, structured content as JSON when there is
-// nothing else. Capped at limit bytes.
-func renderContent(res *mcp.CallToolResult, limit int) (string, bool) {
+// nothing else. Capped at limit bytes; the cut has the size of the whole
+// rendering.
+func renderContent(res *mcp.CallToolResult, limit int) (string, cut) {
 	var b strings.Builder
 	for i, c := range res.Content {
 		if i > 0 {
@@ -362,9 +386,6 @@ func renderContent(res *mcp.CallToolResult, limit int) (string, bool) {
 			raw, _ := json.Marshal(c)
 			b.Write(raw)
 		}
-		if b.Len() > limit {
-			break
-		}
 	}
 	if b.Len() == 0 && res.StructuredContent != nil {
 		raw, _ := json.Marshal(res.StructuredContent)
@@ -372,7 +393,7 @@ func renderContent(res *mcp.CallToolResult, limit int) (string, bool) {
 	}
 	s := b.String()
 	if len(s) > limit {
-		return cutUTF8(s[:limit]), true
+		return cutUTF8(s[:limit]), cutAt(int64(len(s)))
 	}
-	return s, false
+	return s, cut{}
 }

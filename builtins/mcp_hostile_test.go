@@ -185,3 +185,22 @@ func TestMCPWrappedToolTakesTheStricter(t *testing.T) {
 		}
 	}
 }
+
+// An MCP result longer than the cap is cut there with the size of the
+// whole rendering, images described and all, so the model's note can say
+// how much it does not see.
+func TestMCPResultCutWithItsSize(t *testing.T) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: strings.Repeat("a", 3000)},
+		&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, 10)},
+		&mcp.TextContent{Text: strings.Repeat("b", 3000)},
+	}}
+	whole := 3000 + 1 + len("[image image/png, 10 bytes]") + 1 + 3000
+	s, c := renderContent(res, 1000)
+	if len(s) != 1000 || !c.truncated || c.size != int64(whole) {
+		t.Errorf("cut %+v, %d bytes; want the first 1000 of %d", c, len(s), whole)
+	}
+	if s, c := renderContent(res, whole); len(s) != whole || c.truncated {
+		t.Errorf("at its own size: cut %+v, %d bytes", c, len(s))
+	}
+}

@@ -1,20 +1,24 @@
 package builtins
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/symbi-dev/symbi/plan"
@@ -293,6 +297,29 @@ func TestMCPToolBlockWrapsAServerTool(t *testing.T) {
 	}
 }
 
+// A tool block may wrap a tool of a server its agent does not list: the
+// server is connected for the block alone (Options.WrappedServers), and
+// its other tools do not join.
+func TestMCPWrappedServerOnly(t *testing.T) {
+	s := httpMCPServer(t)
+	tool := plan.Tool{Address: "tool.hello", Description: "Say hello", Executor: plan.Executor{Kind: "mcp", MCP: &plan.MCPExec{Server: s.Address, Tool: "greet"}}}
+	tb := newToolbox(t, []plan.Tool{tool}, nil, Options{WrappedServers: []plan.MCPServer{s}})
+	if names := tb.Names(); !slices.Equal(names, []string{"hello"}) {
+		t.Errorf("tools %v, want the wrapping block alone", names)
+	}
+	if info, _ := tb.Info("hello"); info.Server != s.Address || info.ServerTool != "greet" {
+		t.Errorf("info %+v", info)
+	}
+	if r, err := tb.Call(context.Background(), approve(t, tb, "hello", `{"name":"Ann"}`)); err != nil || r.Content != "hello, Ann" {
+		t.Errorf("%+v %v", r, err)
+	}
+	// Listed as well, the server joins whole, connected once.
+	tb = newToolbox(t, []plan.Tool{tool}, []plan.MCPServer{s}, Options{WrappedServers: []plan.MCPServer{s}})
+	if names := tb.Names(); !slices.Contains(names, "greet") || len(tb.sessions) != 1 {
+		t.Errorf("tools %v over %d sessions", names, len(tb.sessions))
+	}
+}
+
 func TestMCPStdioServerIsStoppedByClose(t *testing.T) {
 	tb, err := NewToolbox(context.Background(), nil, []plan.MCPServer{stdioServer(t)}, Options{})
 	if err != nil {
@@ -406,5 +433,106 @@ func TestMCPURLStaysOutOfErrors(t *testing.T) {
 	wantKind(t, err, Transport)
 	if strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "<url of mcp_server.x>") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// everythingServer is the reference "everything" MCP server from npm
+// (testdata/mcp), skipping the test when node or the server is missing.
+func everythingServer(t *testing.T) (node, script string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed; CI installs it")
+	}
+	script = filepath.Join(testdataDir(t), "mcp", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(script); err != nil {
+		t.Skip("the npm MCP servers are not installed; run: (cd testdata/mcp && npm ci --no-audit --no-fund)")
+	}
+	return node, script
+}
+
+// startEverythingHTTP runs the everything server over streamable HTTP on
+// a free loopback port until the test ends.
+func startEverythingHTTP(t *testing.T, node, script string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	cmd := exec.Command(node, script, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on port") {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the everything server ended before it listened")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the everything server did not start listening")
+	}
+	return "http://127.0.0.1:" + port + "/mcp"
+}
+
+// The reference everything server marks simulate-research-query
+// execution.taskSupport "required": over stdio and streamable HTTP alike
+// the toolbox does not offer it (every plain call fails with "requires
+// task augmentation") and says why in Withheld, while the server's other
+// tools are offered and work. A tool block that wraps it is withheld too.
+func TestMCPTaskRequiredToolsAreWithheld(t *testing.T) {
+	node, script := everythingServer(t)
+	servers := map[string]func(t *testing.T) plan.MCPServer{
+		"stdio": func(t *testing.T) plan.MCPServer {
+			return plan.MCPServer{Address: "mcp_server.everything", Command: []plan.String{plan.Lit(node), plan.Lit(script), plan.Lit("stdio")}, Effect: "read", Timeout: plan.Duration(30 * time.Second)}
+		},
+		"streamable_http": func(t *testing.T) plan.MCPServer {
+			return plan.MCPServer{Address: "mcp_server.everything", URL: plan.Lit(startEverythingHTTP(t, node, script)), Effect: "read", Timeout: plan.Duration(30 * time.Second)}
+		},
+	}
+	for name, server := range servers {
+		t.Run(name, func(t *testing.T) {
+			srv := server(t)
+			wrap := plan.Tool{Address: "tool.research", Description: "research", Executor: plan.Executor{Kind: "mcp", MCP: &plan.MCPExec{Server: srv.Address, Tool: "simulate-research-query"}}, Effect: "read"}
+			tb := newToolbox(t, []plan.Tool{wrap}, []plan.MCPServer{srv}, Options{})
+			names := tb.Names()
+			if slices.Contains(names, "simulate-research-query") || slices.Contains(names, "research") {
+				t.Errorf("a tool that requires tasks is offered: %v", names)
+			}
+			if !slices.Contains(names, "echo") || !slices.Contains(names, "get-sum") {
+				t.Errorf("the server's other tools are missing: %v", names)
+			}
+			want := []Withheld{
+				{Name: "simulate-research-query", Source: "tool.research", Reason: taskRequired},
+				{Name: "simulate-research-query", Source: "mcp_server.everything", Reason: taskRequired},
+			}
+			if diff := cmp.Diff(want, tb.Withheld()); diff != "" {
+				t.Errorf("withheld (-want +got):\n%s", diff)
+			}
+			r, err := tb.Call(context.Background(), approve(t, tb, "echo", `{"message":"hi"}`))
+			if err != nil || !strings.Contains(r.Content, "hi") {
+				t.Errorf("echo: %q %v", r.Content, err)
+			}
+		})
 	}
 }

@@ -89,7 +89,12 @@ func newRecoveryFixture(t *testing.T, primary, backup []int) *recoveryFixture {
 	f := &recoveryFixture{clock: newFakeClock(), ev: &events{}, state: t.TempDir()}
 	f.primary = newFlakyServer(t, primary...)
 	f.backup = newFlakyServer(t, backup...)
-	f.tb = newToolbox(t, []plan.Tool{httpTool("primary", f.primary.URL, "POST"), httpTool("backup", f.backup.URL, "POST")}, nil,
+	// Recovery alone is under test: the tools' breakers, which would open
+	// after three failures, are off.
+	primaryTool, backupTool := httpTool("primary", f.primary.URL, "POST"), httpTool("backup", f.backup.URL, "POST")
+	primaryTool.CircuitBreaker = &plan.CircuitBreaker{Disabled: true}
+	backupTool.CircuitBreaker = &plan.CircuitBreaker{Disabled: true}
+	f.tb = newToolbox(t, []plan.Tool{primaryTool, backupTool}, nil,
 		Options{StateDir: f.state, Now: f.clock.Now, Sleep: f.clock.Sleep})
 	f.hooks = RecoveryHooks{Gate: gateFunc(allowAll(t, f.tb)), Event: f.ev.add}
 	return f

@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/symbi-dev/symbi/policy"
 )
 
 // CompileSchema reports whether raw is a valid JSON Schema (the compiler
@@ -349,6 +351,9 @@ func unescapePointer(s string) string {
 func validateArgs(s *jsonschema.Resolved, args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if err := policy.InvalidJSON(args); err != nil {
+		return fmt.Errorf("arguments are %w", err)
 	}
 	v, err := decodeInstance(args)
 	if err != nil {

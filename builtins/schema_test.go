@@ -165,7 +165,7 @@ func TestViolationMessages(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		`{"query":"x","limit":1e400}`: "the number 1e400, which is out of range",
-		`{"query":"x"} {}`:            "more than one value",
+		`{"query":"x"} {}`:            "after top-level value, at offset 15",
 	} {
 		if err := validateArgs(s, json.RawMessage(args)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)

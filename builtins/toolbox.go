@@ -84,6 +84,11 @@ type Options struct {
 	// HTTPClient sends http tool requests and http_get; a client with no
 	// overall timeout when nil (each call runs under its own context).
 	HTTPClient *http.Client
+	// WrappedServers are MCP servers the toolbox connects only for the
+	// tool blocks that wrap one of their tools (an agent that lists
+	// tool.read_notes but not its server): their own tools do not join.
+	// A server also passed to NewToolbox as a server joins whole.
+	WrappedServers []plan.MCPServer
 }
 
 // Info describes one tool as the model and the policies see it.
@@ -96,6 +101,11 @@ type Info struct {
 	Idempotent  bool            `json:"idempotent"`
 	Approval    string          `json:"approval,omitempty"` // never | policy | always
 	Source      string          `json:"source"`             // "tool.x", "builtin", or the mcp_server address
+	// Server and ServerTool are the MCP server of a server's tool or of a
+	// tool block that wraps one, and the server's own name for the tool
+	// (the name may differ: fs__read_file is fs's read_file).
+	Server     string `json:"server,omitempty"`
+	ServerTool string `json:"server_tool,omitempty"`
 }
 
 // ReadOnly reports whether the tool acts on nothing outside itself: its
@@ -106,12 +116,30 @@ func (i Info) ReadOnly() bool { return i.Effect == "none" || i.Effect == "read" 
 type Result struct {
 	Content   string
 	Truncated bool // output reached max_output_bytes and was cut there
-	Elapsed   time.Duration
+	// Limit is the cap a truncated output was cut at, and Size the bytes
+	// it had whole, 0 when that is not known (see TruncationNote).
+	Limit   int
+	Size    int64
+	Elapsed time.Duration
 	// Tool is the tool that produced Content: a fallback's name when the
 	// fallback strategy answered.
 	Tool string
 	// Cached is set when cached_result answered with an earlier success.
 	Cached bool
+}
+
+// TruncationNote is what the model reads after an output cut at the
+// tool's max_output_bytes, so it does not take the part for the whole:
+// how much it sees and how much there was, or that the rest was not read.
+// "" when the output was whole.
+func (r Result) TruncationNote() string {
+	if !r.Truncated {
+		return ""
+	}
+	if r.Size > 0 {
+		return fmt.Sprintf("[output truncated at max_output_bytes (%d): the first %d of %d bytes are shown]", r.Limit, len(r.Content), r.Size)
+	}
+	return fmt.Sprintf("[output truncated at max_output_bytes (%d): the first %d bytes are shown; the tool was stopped there, so the whole size is not known]", r.Limit, len(r.Content))
 }
 
 // Outcome is one dispatched call's result or failure.
@@ -128,7 +156,19 @@ type Outcome struct {
 const mcpMaxOutputBytes = 1 << 20
 
 // runFunc executes one tool. limit is the output cap in bytes.
-type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, truncated bool, err error)
+type runFunc func(ctx context.Context, args json.RawMessage, limit int) (content string, c cut, err error)
+
+// cut says whether a tool's output was cut at its limit (max_output_bytes),
+// and how many bytes it had whole: size is 0 when only that it passed the
+// limit is known (a command tool is stopped there, an http body without a
+// Content-Length is not read to its end).
+type cut struct {
+	truncated bool
+	size      int64
+}
+
+// cutAt is the cut of an output of size bytes (0: unknown) at the limit.
+func cutAt(size int64) cut { return cut{truncated: true, size: size} }
 
 type entry struct {
 	info      Info
@@ -156,6 +196,8 @@ type Toolbox struct {
 	ws       *workspace // the file builtins' root and its protected paths
 	launch   launcher
 
+	withheld []Withheld
+
 	mu          sync.Mutex
 	llmAttempts map[string]int
 	deadMu      sync.Mutex
@@ -168,7 +210,8 @@ type Toolbox struct {
 // server's tools keep their own names, or become "<server>__<tool>" when the
 // name is reserved (ReservedToolName, Options.Reserved) or taken (by a
 // configured tool or an earlier server). Every tool of every server passed
-// joins the toolbox; a server tool whose name is not of the MCP form (see
+// joins the toolbox (of Options.WrappedServers, only those that tool blocks
+// wrap); a server tool whose name is not of the MCP form (see
 // checkToolName), or whose renamed name is taken too, fails the toolbox.
 // Close stops the servers.
 func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer, opts Options) (_ *Toolbox, err error) {
@@ -201,7 +244,11 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		}
 	}()
 	byServer := map[string]*mcpSession{}
-	for _, s := range servers {
+	var listed []*mcpSession
+	for i, s := range append(slices.Clip(servers), opts.WrappedServers...) {
+		if byServer[s.Address] != nil {
+			continue
+		}
 		var sess *mcpSession
 		sess, err = tb.connectMCP(ctx, s)
 		if err != nil {
@@ -209,10 +256,19 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		}
 		tb.sessions = append(tb.sessions, sess)
 		byServer[s.Address] = sess
+		if i < len(servers) {
+			listed = append(listed, sess)
+		}
 	}
 	for _, t := range tools {
 		var e *entry
 		e, err = tb.newEntry(t, byServer)
+		var w *withheldErr
+		if errors.As(err, &w) {
+			tb.withheld = append(tb.withheld, Withheld{Name: w.tool, Source: t.Address, Reason: w.reason})
+			err = nil
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Address, err)
 		}
@@ -221,8 +277,8 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		}
 		tb.add(e)
 	}
-	for _, sess := range tb.sessions {
-		ents, err := sess.entries()
+	for _, sess := range listed {
+		ents, err := sess.entries(tb.opts.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -236,9 +292,16 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 			}
 			tb.add(e)
 		}
+		tb.withheld = append(tb.withheld, sess.withheld...)
 	}
 	return tb, nil
 }
+
+// Withheld lists the tools of the toolbox's MCP servers that it does not
+// offer, and why: tools that require MCP task augmentation, which no call
+// symbi can make would run (see mcptasks.go). A tool block that wraps such
+// a tool is withheld too, under the block's address.
+func (tb *Toolbox) Withheld() []Withheld { return slices.Clone(tb.withheld) }
 
 // nameTaken reports whether a server's tool may not take name: a tool of
 // the toolbox has it, or it is reserved.
@@ -329,6 +392,9 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		if mt == nil {
 			return nil, fmt.Errorf("%s has no tool %q (it has %s)", m.Server, m.Tool, strings.Join(sess.toolNames(), ", "))
 		}
+		if why := sess.withheldTool(m.Tool); why != "" {
+			return nil, &withheldErr{tool: m.Tool, reason: why}
+		}
 		if len(e.info.Parameters) == 0 {
 			raw, err := json.Marshal(mt.InputSchema)
 			if err != nil {
@@ -346,6 +412,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 			declared = sess.srv.Effect
 		}
 		e.info.Effect = effectOf(mt.Annotations, declared)
+		e.info.Server, e.info.ServerTool = m.Server, m.Tool
 		e.run = sess.callRun(m.Tool)
 		e.keyed = true
 	case "fixed":
@@ -365,26 +432,24 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		return nil, err
 	}
 	e.schema = s
-	if t.CircuitBreaker != nil {
-		e.breaker = newBreaker(*t.CircuitBreaker, tb.opts.Now)
-	}
+	e.breaker = newBreakerOf(t.CircuitBreaker, tb.opts.Now)
 	return e, nil
 }
 
 // fixedRun answers every call with f's output, cut at the tool's output
 // limit, or fails it with f's error.
 func fixedRun(f plan.FixedExec) runFunc {
-	return func(_ context.Context, _ json.RawMessage, limit int) (string, bool, error) {
+	return func(_ context.Context, _ json.RawMessage, limit int) (string, cut, error) {
 		if f.Error != "" {
-			return "", false, fail(Error, "", errors.New(f.Error))
+			return "", cut{}, fail(Error, "", errors.New(f.Error))
 		}
 		if limit > 0 && len(f.Output) > limit {
 			for limit > 0 && !utf8.RuneStart(f.Output[limit]) {
 				limit--
 			}
-			return f.Output[:limit], true, nil
+			return f.Output[:limit], cutAt(int64(len(f.Output))), nil
 		}
-		return f.Output, false, nil
+		return f.Output, cut{}, nil
 	}
 }
 
@@ -418,7 +483,7 @@ func (tb *Toolbox) TakesIdempotencyKey(name string) bool {
 }
 
 // BreakerState reports a tool's circuit breaker state; false when the tool
-// has no breaker.
+// has none (its block turned it off).
 func (tb *Toolbox) BreakerState(name string) (BreakerState, bool) {
 	e, ok := tb.tools[name]
 	if !ok || e.breaker == nil {
@@ -528,7 +593,7 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	}
 	defer cancel()
 	start := time.Now()
-	content, truncated, err := safeRun(cctx, e.run, args, e.maxOutput)
+	content, c, err := safeRun(cctx, e.run, args, e.maxOutput)
 	elapsed := time.Since(start)
 	if err != nil {
 		f, o := classify(ctx, cctx, name, t, err)
@@ -540,17 +605,20 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	if e.breaker != nil {
 		e.breaker.done(probe, succeeded)
 	}
-	r := Result{Content: content, Truncated: truncated, Elapsed: elapsed, Tool: name}
+	r := Result{Content: content, Truncated: c.truncated, Elapsed: elapsed, Tool: name}
+	if c.truncated {
+		r.Limit, r.Size = e.maxOutput, c.size
+	}
 	tb.cache.put(name, args, r, tb.opts.Now())
 	return r, nil
 }
 
 // safeRun keeps a panicking executor (or a function the engine supplied,
 // such as Delegate) from taking the run down: the panic is an error failure.
-func safeRun(ctx context.Context, run runFunc, args json.RawMessage, limit int) (content string, truncated bool, err error) {
+func safeRun(ctx context.Context, run runFunc, args json.RawMessage, limit int) (content string, c cut, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			content, truncated, err = "", false, fail(Error, "", fmt.Errorf("tool panicked: %v", r))
+			content, c, err = "", cut{}, fail(Error, "", fmt.Errorf("tool panicked: %v", r))
 		}
 	}()
 	return run(ctx, args, limit)

@@ -27,6 +27,8 @@ type observation struct {
 	tool    string
 	content string
 	kind    string
+	// failure is the kind of a failed call's last failure.
+	failure builtins.FailureKind
 }
 
 // act runs the approved actions of one iteration and returns one
@@ -151,12 +153,12 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 			}
 			res, err = r.recover(ctx, o)
 		}
-		data := journal.ToolResultData{CallID: a.CallID, Tool: a.Tool, DurationMS: res.Elapsed.Milliseconds(), Truncated: res.Truncated, Cached: res.Cached}
+		data := journal.ToolResultData{CallID: a.CallID, Tool: a.Tool, DurationMS: res.Elapsed.Milliseconds(), Truncated: res.Truncated, OriginalBytes: res.Size, Cached: res.Cached}
 		obs[i] = observation{callID: a.CallID, tool: a.Tool}
 		if err != nil {
 			kind := builtins.KindOf(err)
 			data.Error, data.ErrorKind = err.Error(), string(kind)
-			obs[i].kind = obsError
+			obs[i].kind, obs[i].failure = obsError, kind
 			obs[i].content = failureText(err)
 		} else {
 			data.Output = res.Content
@@ -164,6 +166,10 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 			obs[i].content = res.Content
 			if res.Tool != "" && res.Tool != a.Tool {
 				obs[i].content = fmt.Sprintf("[fallback %s] %s", res.Tool, res.Content)
+			}
+			if note := res.TruncationNote(); note != "" {
+				// The model must not take the part it sees for the whole.
+				obs[i].content += "\n" + note
 			}
 		}
 		// Every call has ended; the results reach the file with the

@@ -57,6 +57,12 @@ type Options struct {
 	Rand io.Reader
 	// Sleep waits in recovery backoff; default a context-aware timer.
 	Sleep func(context.Context, time.Duration) error
+	// Discovery makes an engine that lists and calls tools (Catalog,
+	// ToolsOf, Toolbox) for `symbi tools` and the REPL, and opens no
+	// knowledge store: listing tools creates no file and takes no store's
+	// lock from a run, and the knowledge builtins answer that no store is
+	// configured.
+	Discovery bool
 
 	// slowReadRound replaces slowReadRound (tests: 0 is the default).
 	slowReadRound time.Duration

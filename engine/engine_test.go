@@ -55,7 +55,10 @@ func (r *recorder) types() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, ev := range r.events {
-		if ev.Type != ContentDelta {
+		switch ev.Type {
+		case ContentDelta, ReasoningDelta, ModelFirstEvent, ToolCallDelta:
+			// Shown, not journalled: types lists what the journal holds.
+		default:
 			out = append(out, ev.Type)
 		}
 	}

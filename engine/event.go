@@ -33,6 +33,15 @@ const ContentDelta = "content_delta"
 // is not journalled: reasoning_complete carries the whole reasoning.
 const ReasoningDelta = "reasoning_delta"
 
+// ModelFirstEvent and ToolCallDelta are lifecycle events of a model call
+// (journal.ModelFirstEvent, journal.ToolCallDelta): shown, not journalled.
+// A tool_call_delta's Data is journal.ToolCallDeltaData and its Delta the
+// piece of the arguments, redacted as content deltas are.
+const (
+	ModelFirstEvent = journal.ModelFirstEvent
+	ToolCallDelta   = journal.ToolCallDelta
+)
+
 // startedData extends the journal's started event with what a resume needs.
 type startedData struct {
 	journal.StartedData

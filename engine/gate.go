@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/symbi-dev/symbi/builtins"
@@ -33,26 +34,91 @@ type gated struct {
 // the tool requires approval. It never returns an error: anything that goes
 // wrong is a refusal (fail closed).
 func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
+	g, v := r.decide(ctx, a)
+	if v.Ask {
+		return r.answered(g, r.awaitAsk(ctx, v, r.requestAsk(v)))
+	}
+	return g
+}
+
+// decide is gateAction up to the person: the prechecks and the policies.
+// A verdict that asks a person comes back with Ask set and g undecided.
+func (r *run) decide(ctx context.Context, a policy.Action) (gated, policy.Verdict) {
 	raw := a.Arguments
 	if note, kind, ok := r.precheck(&a); !ok {
-		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
+		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}, policy.Verdict{}
 	}
 	v := r.chain.Gate(ctx, r.policyInput(a))
 	g := gated{action: a, raw: changed(raw, a.Arguments), decision: v.Decision, trail: v.Decisions}
 	if v.Ask {
-		approved, d := r.resolveAsk(ctx, v)
-		g.trail = append(g.trail, d)
-		if !approved.Valid() {
-			return g.refuse(d.Reason)
-		}
-		g.approved, g.ok, g.decision = approved, true, d
-		return g
+		return g, v
 	}
 	if !v.Approved.Valid() {
-		return g.refuse(v.Decision.Reason)
+		return g.refuse(v.Decision.Reason), v
 	}
 	g.approved, g.ok = v.Approved, true
+	return g, v
+}
+
+// personAnswer is a person's answer to an ask: the approved action, or none,
+// and the decision for the journal.
+type personAnswer struct {
+	approved policy.Approved
+	decision policy.Decision
+}
+
+// answered is g once a person answered its ask.
+func (r *run) answered(g gated, a personAnswer) gated {
+	g.trail = append(g.trail, a.decision)
+	if !a.approved.Valid() {
+		return g.refuse(a.decision.Reason)
+	}
+	g.approved, g.ok, g.decision = a.approved, true, a.decision
 	return g
+}
+
+// decideAll gates the actions of one model turn. Every policy decides
+// first; then the actions a policy asks a person about are asked together:
+// each question is journalled (approval_requested) in the order the model
+// proposed the actions, and an approver that holds several requests open
+// (policy.ConcurrentApprover: the file queue, where `symbi approve` lists
+// them all) gets them all at once and each answer is taken as it comes,
+// whatever order people decide them in; the terminal, which asks one
+// question at a time, asks them in turn. Each answer decides its action
+// alone.
+func (r *run) decideAll(ctx context.Context, out []gated, actions []policy.Action, skip []bool) {
+	var asks []int
+	verdicts := make([]policy.Verdict, len(actions))
+	for i, a := range actions {
+		if skip[i] {
+			continue
+		}
+		out[i], verdicts[i] = r.decide(ctx, a)
+		if verdicts[i].Ask {
+			asks = append(asks, i)
+		}
+	}
+	if len(asks) == 0 {
+		return
+	}
+	journalled := make([]error, len(actions))
+	for _, i := range asks {
+		journalled[i] = r.requestAsk(verdicts[i])
+	}
+	ca, concurrent := r.e.opts.Approver.(policy.ConcurrentApprover)
+	if !concurrent || !ca.AsksConcurrently() || len(asks) == 1 {
+		for _, i := range asks {
+			out[i] = r.answered(out[i], r.awaitAsk(ctx, verdicts[i], journalled[i]))
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, i := range asks {
+		wg.Go(func() {
+			out[i] = r.answered(out[i], r.awaitAsk(ctx, verdicts[i], journalled[i]))
+		})
+	}
+	wg.Wait()
 }
 
 func (g gated) refuse(reason string) gated {
@@ -221,14 +287,27 @@ func (r *run) fixedInput() policy.Input {
 	}
 }
 
-// resolveAsk puts a verdict that needs a person before the approver and
-// journals the question and the answer. No approver, an error or a timeout
-// is a denial.
-func (r *run) resolveAsk(ctx context.Context, v policy.Verdict) (policy.Approved, policy.Decision) {
+// requestAsk journals the question of a verdict that needs a person
+// (approval_requested); the error says it could not be.
+func (r *run) requestAsk(v policy.Verdict) error {
 	a := v.Action
-	if err := r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, ArgumentsDigest: policy.ArgumentsDigest(a), Reason: v.Decision.Reason}); err != nil {
+	return r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, ArgumentsDigest: policy.ArgumentsDigest(a), Reason: v.Decision.Reason})
+}
+
+// awaitAsk puts a verdict that needs a person before the approver, once
+// its question is journalled (journalled is requestAsk's error), and
+// journals the answer. No approver, an error or a timeout is a denial. It
+// may run beside the awaitAsk of another action of the same turn.
+func (r *run) awaitAsk(ctx context.Context, v policy.Verdict, journalled error) personAnswer {
+	approved, d := r.resolveAsk(ctx, v, journalled)
+	return personAnswer{approved: approved, decision: d}
+}
+
+func (r *run) resolveAsk(ctx context.Context, v policy.Verdict, journalled error) (policy.Approved, policy.Decision) {
+	a := v.Action
+	if journalled != nil {
 		// An approval with no record is no audit trail: fail closed.
-		return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval request could not be journalled: " + err.Error()}
+		return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval request could not be journalled: " + journalled.Error()}
 	}
 	var approved policy.Approved
 	var rec policy.ApprovalRecord

@@ -139,14 +139,33 @@ func (r *run) respond(ctx context.Context, resp provider.Response) error {
 // as it is rather than made again.
 func (r *run) gateCalls(ctx context.Context, calls []provider.ToolCall, actions []policy.Action) ([]gated, error) {
 	out := make([]gated, len(calls))
+	all := make([]policy.Action, len(calls))
+	skip := make([]bool, len(calls))
 	for i, c := range calls {
+		all[i] = r.actionOf(c)
 		if len(actions) == len(calls) {
-			out[i] = r.gateAction(ctx, actions[i])
-		} else {
-			out[i] = r.gateAction(ctx, r.actionOf(c))
+			all[i] = actions[i]
+		}
+		if err := argumentsJSON(c.Arguments); err != nil {
+			// The action holds such text as a JSON string, for the
+			// journal; the model is told what is wrong with its text.
+			note := fmt.Sprintf("[invalid arguments] %s: arguments are %v", c.Name, err)
+			out[i] = gated{action: all[i], kind: obsInvalid, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
+			skip[i] = true
 		}
 	}
+	r.decideAll(ctx, out, all, skip)
 	return out, r.holdGate(out)
+}
+
+// argumentsJSON says where a model's tool-call arguments stop being JSON
+// (policy.InvalidJSON); nil for JSON and for none at all, which is an
+// empty object.
+func argumentsJSON(args string) error {
+	if strings.TrimSpace(args) == "" {
+		return nil
+	}
+	return policy.InvalidJSON([]byte(args))
 }
 
 // actionOf is the action a tool call proposes: the delegate tool proposes
@@ -158,8 +177,8 @@ func (r *run) actionOf(c provider.ToolCall) policy.Action {
 		args = json.RawMessage("{}")
 	}
 	if !json.Valid(args) {
-		// Kept as a JSON string so the journal can hold it; the schema check
-		// then tells the model its arguments are not an object.
+		// Kept as a JSON string so the journal can hold it; the gate
+		// refuses it, telling the model where its text stops being JSON.
 		args, _ = json.Marshal(c.Arguments)
 	}
 	if c.Name == plan.DelegateTool && len(r.agent.Delegates) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/convo"
@@ -110,10 +111,19 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	sctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var out stdlib.TokenCounter
+	var firstEvent time.Duration
 	resp, err := m.Stream(sctx, req, func(ev provider.Event) {
+		if firstEvent == 0 {
+			// Started, or the first piece of a provider that sends none.
+			firstEvent = max(r.e.opts.Now().Sub(start), time.Millisecond/1000)
+			r.emitFirstEvent(spec.Address, firstEvent)
+		}
 		if !quiet {
 			r.emitReasoning(ev.ReasoningDelta)
 			r.emitDelta(ev.ContentDelta)
+		}
+		if ev.ToolCall != nil && !c.quiet {
+			r.emitToolCallDelta(*ev.ToolCall)
 		}
 		out.Add(ev.ContentDelta)
 		out.Add(ev.ReasoningDelta)
@@ -161,6 +171,7 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 
 			Reasoning:           resp.Reasoning,
 			FinishReasonMissing: resp.FinishReasonMissing,
+			FirstEventMS:        firstEvent.Milliseconds(),
 		},
 		Message: provider.Message{Role: provider.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/engine/internal/progress"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -61,7 +62,13 @@ func (r *run) trackProgress(ctx context.Context, t *ProgressTracker, obs []obser
 		default:
 			continue // a policy denial is the gate's answer, not a failure to make progress
 		}
-		switch t.Observe(o.tool, o.content) {
+		verdict := t.Observe
+		if o.failure == builtins.CircuitOpen {
+			// The breaker refused the call because the tool kept failing:
+			// the same failure again, in other words.
+			verdict = t.Repeat
+		}
+		switch verdict(o.tool, o.content) {
 		case ProgressSkip:
 			o.content += "\n" + SkipObservation(o.tool)
 		case ProgressAbort:

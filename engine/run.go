@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +62,7 @@ type run struct {
 	deltaMu       sync.Mutex
 	held          string
 	heldReasoning string
+	heldCalls     map[int]string // by tool call, the end of its arguments held back
 	// planSaved reports the plan's save, started beside the journal.
 	planSaved <-chan error
 	// slowRound writes the held lines of a read-only round that runs long
@@ -298,6 +301,7 @@ func (r *run) recordStarted(resumeAfter int64) {
 			Resume:        resumeAfter,
 			JournalFormat: journal.FormatVersion,
 			PlanDigest:    r.e.planDigestOf(),
+			WithheldTools: r.tools.withheld,
 		},
 		Profile:   r.profile,
 		Depth:     r.ro.Depth,
@@ -616,6 +620,46 @@ func (r *run) emitReasoning(text string) {
 	r.showDelta(ReasoningDelta, show)
 }
 
+// emitFirstEvent tells the observers that a model call's response began.
+func (r *run) emitFirstEvent(model string, after time.Duration) {
+	if r.ro.Quiet || r.e.opts.OnEvent == nil {
+		return
+	}
+	data, err := json.Marshal(journal.FirstEventData{Model: model, AfterMS: after.Milliseconds()})
+	if err != nil {
+		return
+	}
+	r.e.emit(Event{Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: ModelFirstEvent, Data: data})
+}
+
+// emitToolCallDelta shows a piece of a tool call the model is writing,
+// redacted as content is: the end of a call's arguments that could be the
+// start of a secret is held back until its next piece, or the turn's end.
+func (r *run) emitToolCallDelta(p provider.ToolCallPiece) {
+	if r.ro.Quiet || r.e.opts.OnEvent == nil {
+		return
+	}
+	r.deltaMu.Lock()
+	defer r.deltaMu.Unlock()
+	if r.heldCalls == nil {
+		r.heldCalls = map[int]string{}
+	}
+	show, hold := r.e.secrets.Stream(r.heldCalls[p.Index] + p.Arguments)
+	r.heldCalls[p.Index] = hold
+	if show == "" && p.ID == "" && p.Name == "" {
+		return
+	}
+	r.showToolCallDelta(journal.ToolCallDeltaData{Index: p.Index, ID: p.ID, Name: r.e.secrets.Text(p.Name)}, show)
+}
+
+func (r *run) showToolCallDelta(d journal.ToolCallDeltaData, text string) {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return
+	}
+	r.e.emit(Event{Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: ToolCallDelta, Data: data, Delta: text})
+}
+
 // flushDelta shows the text held back: the stream it belonged to ended
 // without completing a secret.
 func (r *run) flushDelta() {
@@ -624,6 +668,12 @@ func (r *run) flushDelta() {
 	r.showDelta(ReasoningDelta, r.heldReasoning)
 	r.showDelta(ContentDelta, r.held)
 	r.held, r.heldReasoning = "", ""
+	for _, i := range slices.Sorted(maps.Keys(r.heldCalls)) {
+		if text := r.heldCalls[i]; text != "" {
+			r.showToolCallDelta(journal.ToolCallDeltaData{Index: i}, text)
+		}
+		delete(r.heldCalls, i)
+	}
 }
 
 func (r *run) showDelta(typ, text string) {

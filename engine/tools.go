@@ -11,6 +11,7 @@ import (
 
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/engine/internal/estimate"
+	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/plan/eval"
@@ -24,6 +25,12 @@ type agentTools struct {
 	// specTokens estimates specs, once rather than before every call.
 	specTokens int64
 	info       map[string]builtins.Info // by tool name, the visible tools only
+	// withheld are the servers' tools the model is not offered, for the
+	// started line.
+	withheld []journal.WithheldTool
+	// names are the visible tools in the order the model sees them, and
+	// removed the servers' tools the profile took away.
+	names, removed []string
 }
 
 // agentTools builds (once) the toolbox of agent a: its effective tools, its
@@ -47,19 +54,8 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			servers = append(servers, *s)
 		}
 	}
-	opts := builtins.Options{
-		BaseDir:   e.opts.BaseDir,
-		StateDir:  e.opts.StateDir,
-		Workspace: e.workspace(),
-		Protected: e.protected(),
-		Resolve:   e.resolve,
-		Redact:    e.secrets.JSON,
-		Now:       e.opts.Now,
-		Sleep:     e.opts.Sleep,
-	}
-	opts.ResolveURL = e.resolveURL
-	opts.Reserved = e.planToolNames()
-	if addr := e.knowledgeOf(a, tools); addr != "" {
+	opts := e.toolboxOptions(tools)
+	if addr := e.knowledgeOf(a, tools); addr != "" && !e.opts.Discovery {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.Address, err)
@@ -95,7 +91,15 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			}
 		}
 	}
-	t := &agentTools{box: box, info: map[string]builtins.Info{}}
+	t := &agentTools{box: box, info: map[string]builtins.Info{}, names: names}
+	for _, n := range box.Names() {
+		if !slices.Contains(names, n) {
+			t.removed = append(t.removed, n)
+		}
+	}
+	for _, w := range box.Withheld() {
+		t.withheld = append(t.withheld, journal.WithheldTool{Tool: w.Name, Source: w.Source, Reason: w.Reason})
+	}
 	for _, n := range names {
 		info, _ := box.Info(n)
 		t.info[n] = info
@@ -117,6 +121,32 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	t.specTokens = estimate.Tools(t.specs)
 	e.toolboxes[a.Address] = t
 	return t, nil
+}
+
+// toolboxOptions are the options of a toolbox of tools: the engine's
+// surroundings, and the servers of the tool blocks among tools that wrap a
+// server's tool, connected for them alone.
+func (e *Engine) toolboxOptions(tools []plan.Tool) builtins.Options {
+	opts := builtins.Options{
+		BaseDir:    e.opts.BaseDir,
+		StateDir:   e.opts.StateDir,
+		Workspace:  e.workspace(),
+		Protected:  e.protected(),
+		Resolve:    e.resolve,
+		ResolveURL: e.resolveURL,
+		Redact:     e.secrets.JSON,
+		Reserved:   e.planToolNames(),
+		Now:        e.opts.Now,
+		Sleep:      e.opts.Sleep,
+	}
+	for _, t := range tools {
+		if m := t.Executor.MCP; m != nil {
+			if s := e.plan.MCPServer(m.Server); s != nil {
+				opts.WrappedServers = append(opts.WrappedServers, *s)
+			}
+		}
+	}
+	return opts
 }
 
 // planToolNames are the names of every configured tool of the plan, which

@@ -395,15 +395,33 @@ func (c *compiler) buildTool(b *lang.Block) plan.Tool {
 	}
 	t.Effect = c.enum(b, "effect", defEffect, effects...)
 	t.AllowHosts = c.allowHosts(b, t.Executor.Builtin)
-	if cb := b.One("circuit_breaker"); cb != nil {
-		d := plan.DefaultCircuitBreaker()
-		t.CircuitBreaker = &plan.CircuitBreaker{
-			FailureThreshold: c.atLeastOne(cb, "failure_threshold", c.intv(cb, "failure_threshold", d.FailureThreshold), d.FailureThreshold),
-			RecoveryTimeout:  c.duration(cb, "recovery_timeout", d.RecoveryTimeout),
-			HalfOpenMaxCalls: c.atLeastOne(cb, "half_open_max_calls", c.intv(cb, "half_open_max_calls", d.HalfOpenMaxCalls), d.HalfOpenMaxCalls),
-		}
-	}
+	t.CircuitBreaker = c.circuitBreaker(b)
 	return t
+}
+
+// circuitBreaker reads the circuit_breaker block of a tool or an MCP
+// server. Every tool has a breaker: without the block it is the default
+// one, and only enabled = false turns it off.
+func (c *compiler) circuitBreaker(b *lang.Block) *plan.CircuitBreaker {
+	d := plan.DefaultCircuitBreaker()
+	cb := b.One("circuit_breaker")
+	if cb == nil {
+		return &d
+	}
+	if !c.boolean(cb, "enabled", true) {
+		for _, attr := range []string{"failure_threshold", "recovery_timeout", "half_open_max_calls"} {
+			if a := cb.Attrs[attr]; a != nil {
+				c.warnf(a.NameRange.Ptr(), "Setting of a disabled circuit breaker",
+					"%s's circuit_breaker has enabled = false, so %s has no effect. Remove it, or enabled = false.", b.Address(), attr)
+			}
+		}
+		return &plan.CircuitBreaker{Disabled: true}
+	}
+	return &plan.CircuitBreaker{
+		FailureThreshold: c.atLeastOne(cb, "failure_threshold", c.intv(cb, "failure_threshold", d.FailureThreshold), d.FailureThreshold),
+		RecoveryTimeout:  c.duration(cb, "recovery_timeout", d.RecoveryTimeout),
+		HalfOpenMaxCalls: c.atLeastOne(cb, "half_open_max_calls", c.intv(cb, "half_open_max_calls", d.HalfOpenMaxCalls), d.HalfOpenMaxCalls),
+	}
 }
 
 // allowHosts reads the hosts an http_get tool may fetch. The patterns are
@@ -496,6 +514,7 @@ func (c *compiler) buildMCPServer(b *lang.Block) plan.MCPServer {
 		Timeout: c.duration(b, "timeout", d.Timeout),
 		Range:   c.prange(b.DefRange),
 	}
+	s.CircuitBreaker = c.circuitBreaker(b)
 	hasCmd, hasURL := b.Attrs["command"] != nil, b.Attrs["url"] != nil
 	if hasCmd == hasURL {
 		c.errorf(b.DefRange.Ptr(), "MCP server needs one transport", "An mcp_server needs exactly one of command (stdio) and url (streamable HTTP).")

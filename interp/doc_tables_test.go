@@ -407,6 +407,10 @@ func planValue(obj map[string]any, r docRow) (any, bool) {
 	case "tool.builtin":
 		v, ok := child(obj, "executor")["builtin"]
 		return v, ok
+	case "tool.circuit_breaker.enabled", "mcp_server.circuit_breaker.enabled":
+		// The plan writes the exception: "disabled": true.
+		disabled, _ := obj["disabled"].(bool)
+		return !disabled, true
 	}
 	v, ok := obj[r.attr]
 	return v, ok

@@ -82,6 +82,37 @@ const (
 	ToolOutcomeUnknown = "tool_outcome_unknown"
 )
 
+// Events the engine hands its observers (`symbi run`'s live lines, its
+// --json stream) but does not journal: one per streamed piece would cost
+// the loop a line per piece, and reasoning_complete holds what they
+// carry (the whole tool calls; the time to the first event as
+// first_event_ms).
+const (
+	// ModelFirstEvent: the response to a model call sent its first event
+	// (FirstEventData), once per call.
+	ModelFirstEvent = "model_first_event"
+	// ToolCallDelta: a piece of a tool call the model is writing
+	// (ToolCallDeltaData; the piece of its arguments is the event's
+	// delta).
+	ToolCallDelta = "tool_call_delta"
+)
+
+// FirstEventData is a model_first_event: the model and how long after the
+// request its first event came.
+type FirstEventData struct {
+	Model   string `json:"model"`
+	AfterMS int64  `json:"after_ms"`
+}
+
+// ToolCallDeltaData names the call a tool_call_delta belongs to: its
+// place among the turn's calls, and its id and tool in the piece that
+// brings them.
+type ToolCallDeltaData struct {
+	Index int    `json:"index"`
+	ID    string `json:"id,omitempty"`
+	Name  string `json:"name,omitempty"`
+}
+
 // ModelCallStartedData is a model call about to be sent, with the
 // estimate its budget reservation made (the preflight prompt estimate and
 // the output allowance): what a resume charges when no reasoning_complete
@@ -134,6 +165,16 @@ type StartedData struct {
 	Resume        int64       `json:"resume_after_seq,omitempty"`
 	JournalFormat int         `json:"journal_format,omitempty"` // FormatVersion; absent: 1, unsigned
 	PlanDigest    string      `json:"plan_digest,omitempty"`
+	// WithheldTools are tools of the agent's MCP servers that the model is
+	// not offered, and why (one that requires MCP task augmentation).
+	WithheldTools []WithheldTool `json:"withheld_tools,omitempty"`
+}
+
+// WithheldTool is a server's tool that a run does not offer to its model.
+type WithheldTool struct {
+	Tool   string `json:"tool"`   // the server's name for it
+	Source string `json:"source"` // the mcp_server, or the tool block that wraps it
+	Reason string `json:"reason"`
 }
 
 // BudgetInfo is the set (non-zero) limits by field name, as policies see
@@ -175,6 +216,10 @@ type ReasoningCompleteData struct {
 	// FinishReasonMissing: the turn ended complete (its stream's [DONE])
 	// without a finish reason, as some servers send it.
 	FinishReasonMissing bool `json:"finish_reason_missing,omitempty"`
+	// FirstEventMS is how long after the request the response's first
+	// event came (the model_first_event the observers saw); absent when
+	// it came within a millisecond.
+	FirstEventMS int64 `json:"first_event_ms,omitempty"`
 }
 
 // PolicyEvaluatedData holds one gate decision per proposed action.
@@ -247,15 +292,18 @@ type DispatchedCall struct {
 // ToolResultData is one tool call's outcome. ErrorKind is one of timeout,
 // transport, rate_limited, invalid_arguments, error, circuit_open.
 type ToolResultData struct {
-	CallID     string `json:"call_id"`
-	Tool       string `json:"tool"`
-	Output     string `json:"output,omitempty"`
-	Error      string `json:"error,omitempty"`
-	ErrorKind  string `json:"error_kind,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Cached     bool   `json:"cached,omitempty"`
-	Attempts   int    `json:"attempts,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Output    string `json:"output,omitempty"`
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"error_kind,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// OriginalBytes is the size of a truncated output before the cut,
+	// when known (a command tool is stopped at the cap, so its is not).
+	OriginalBytes int64 `json:"original_bytes,omitempty"`
+	Cached        bool  `json:"cached,omitempty"`
+	Attempts      int   `json:"attempts,omitempty"`
+	DurationMS    int64 `json:"duration_ms"`
 }
 
 // RecoveryTriggeredData is one step of a recovery chain.

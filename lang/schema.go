@@ -42,6 +42,10 @@ func timeoutsSchema() *Schema {
 	return &Schema{Attrs: []string{"total", "connect", "first_event", "idle"}}
 }
 
+func circuitBreakerSchema() *Schema {
+	return &Schema{Attrs: []string{"enabled", "failure_threshold", "recovery_timeout", "half_open_max_calls"}}
+}
+
 func commandSchema() *Schema { return &Schema{Attrs: []string{"argv", "dir", "env"}} }
 
 // TopLevel lists every top-level block type and its schema.
@@ -65,9 +69,10 @@ func TopLevel() map[string]*Schema {
 				"command":         commandSchema(),
 				"http":            {Attrs: []string{"url", "method", "headers"}},
 				"mcp":             {Attrs: []string{"server", "tool"}},
-				"circuit_breaker": {Attrs: []string{"failure_threshold", "recovery_timeout", "half_open_max_calls"}},
+				"circuit_breaker": circuitBreakerSchema(),
 			}},
-		"mcp_server":   {Labels: named, Attrs: []string{"command", "url", "env", "effect", "timeout"}},
+		"mcp_server": {Labels: named, Attrs: []string{"command", "url", "env", "effect", "timeout"},
+			Blocks: map[string]*Schema{"circuit_breaker": circuitBreakerSchema()}},
 		"tool_profile": {Labels: named, Attrs: []string{"include", "exclude", "max_tools"}},
 		"policy": {Labels: named, Blocks: map[string]*Schema{
 			"rules": {Attrs: []string{"deny", "ask", "allow"}},

@@ -118,11 +118,13 @@ const DefaultToolTimeout = Duration(30 * time.Second)
 // builtin brings its own effect and idempotence, an MCP tool its server's
 // effect, and on_resume follows the effect (DefaultOnResume).
 func DefaultTool() Tool {
+	cb := DefaultCircuitBreaker()
 	return Tool{
 		Effect:         DefaultEffect,
 		Approval:       "policy",
 		Timeout:        DefaultToolTimeout,
 		MaxOutputBytes: DefaultMaxOutputBytes,
+		CircuitBreaker: &cb,
 	}
 }
 
@@ -146,7 +148,9 @@ const (
 )
 
 // DefaultCircuitBreaker is a circuit_breaker block with its attributes left
-// out.
+// out, and the breaker of a tool (or an MCP server) without the block:
+// every tool has one unless it turns it off, so a tool that keeps failing
+// stops being called after three failures in a row, for a minute.
 func DefaultCircuitBreaker() CircuitBreaker {
 	return CircuitBreaker{FailureThreshold: 3, RecoveryTimeout: Duration(time.Minute), HalfOpenMaxCalls: 1}
 }
@@ -158,7 +162,8 @@ const DefaultMCPServerTimeout = DefaultToolTimeout
 // DefaultMCPServer is an mcp_server block with its optional attributes left
 // out: a server's tools are assumed to write unless the block says less.
 func DefaultMCPServer() MCPServer {
-	return MCPServer{Effect: DefaultEffect, Timeout: DefaultMCPServerTimeout}
+	cb := DefaultCircuitBreaker()
+	return MCPServer{Effect: DefaultEffect, Timeout: DefaultMCPServerTimeout, CircuitBreaker: &cb}
 }
 
 // DefaultOPAQuery is the query of an opa policy that names none.

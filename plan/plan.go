@@ -184,11 +184,16 @@ type MCPExec struct {
 	Tool   string `json:"tool"`
 }
 
-// CircuitBreaker settings for one tool.
+// CircuitBreaker settings for one tool (for an MCP server, for each of its
+// tools). Every tool has a breaker unless its block turns it off
+// (`enabled = false`): Disabled then, and nothing else is set. A nil
+// *CircuitBreaker, in a plan made without the compiler, is the default
+// breaker (DefaultCircuitBreaker).
 type CircuitBreaker struct {
-	FailureThreshold int      `json:"failure_threshold"`
-	RecoveryTimeout  Duration `json:"recovery_timeout"`
-	HalfOpenMaxCalls int      `json:"half_open_max_calls"`
+	Disabled         bool     `json:"disabled,omitempty"`
+	FailureThreshold int      `json:"failure_threshold,omitempty"`
+	RecoveryTimeout  Duration `json:"recovery_timeout,omitempty"`
+	HalfOpenMaxCalls int      `json:"half_open_max_calls,omitempty"`
 }
 
 // MCPServer is an `mcp_server` block. Exactly one of Command and URL is set.
@@ -199,7 +204,10 @@ type MCPServer struct {
 	Env     map[string]String `json:"env,omitempty"`
 	Effect  string            `json:"effect"`
 	Timeout Duration          `json:"timeout"`
-	Range   Range             `json:"range"`
+	// CircuitBreaker is each of the server's tools' breaker: every tool
+	// has one of its own, with these settings.
+	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
+	Range          Range           `json:"range"`
 }
 
 // ToolProfile filters an agent's tools by name.

@@ -119,6 +119,9 @@ func (t ActionType) valid() bool {
 // A "tool." or "agent." prefix on tool and target is dropped, so an address
 // works where a name is expected.
 func ParseAction(raw []byte) (Action, error) {
+	if err := InvalidJSON(raw); err != nil {
+		return Action{}, fmt.Errorf("action: %w", err)
+	}
 	var a Action
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -156,6 +159,38 @@ func (a Action) check() error {
 		}
 	}
 	return nil
+}
+
+// InvalidJSON says where raw stops being JSON: nil when it is one valid
+// JSON value, else an error with the offset of the byte where reading
+// failed (counted from 1) and its line and column, e.g. "not valid JSON:
+// invalid character 'n' looking for beginning of object key string, at
+// offset 2 (line 1, column 2)". It is how a model's tool-call arguments,
+// --action and the REPL's :call report text that is not JSON, rather than
+// as a string that is not an object.
+func InvalidJSON(raw []byte) error {
+	if json.Valid(raw) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("not valid JSON: %v", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return errors.New("not valid JSON: the text is empty")
+	}
+	off := min(max(se.Offset, 1), int64(len(raw)))
+	line, col := 1, 1
+	for _, r := range string(raw[:off-1]) {
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Errorf("not valid JSON: %s, at offset %d (line %d, column %d)", se.Error(), off, line, col)
 }
 
 // argumentsObject decodes a JSON object of arguments, keeping numbers exact.

@@ -150,6 +150,18 @@ type Approver interface {
 	Approve(ctx context.Context, req Request) (ApprovalRecord, error)
 }
 
+// ConcurrentApprover is an Approver that holds several requests open at
+// once: each Approve puts its request before people as soon as it is
+// called, however many others wait. The file queue is one (`symbi approve`
+// lists every pending request); the engine then asks about all the
+// actions of one model turn at once and takes each answer as it comes. An
+// approver that is not (the terminal, which asks one question at a time)
+// is asked in the order the model proposed the actions.
+type ConcurrentApprover interface {
+	Approver
+	AsksConcurrently() bool
+}
+
 // DefaultApprovalTimeout applies when neither the request nor the approver
 // sets one.
 const DefaultApprovalTimeout = 10 * time.Minute

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,8 +123,10 @@ func TestParseAction(t *testing.T) {
 		{`{"type":"delegate"}`, Action{}, "needs a target"},
 		{`{"tool":"x","arguments":[1]}`, Action{}, "want a JSON object, got an array"},
 		{`{"tool":"x","bogus":1}`, Action{}, "unknown field"},
-		{`{"tool":"x"} {}`, Action{}, "trailing data"},
-		{`nope`, Action{}, "invalid character"},
+		{`{"tool":"x"} {}`, Action{}, "invalid character '{' after top-level value, at offset 14"},
+		{`nope`, Action{}, "not valid JSON: invalid character 'o' in literal null (expecting 'u'), at offset 2 (line 1, column 2)"},
+		{`{not json`, Action{}, "not valid JSON: invalid character 'n' looking for beginning of object key string, at offset 2 (line 1, column 2)"},
+		{"{\n  \"tool\": \"x\",\n  \"arguments\": {\"a\": 1\n}", Action{}, "not valid JSON: unexpected end of JSON input, at offset 41 (line 4, column 1)"},
 	} {
 		got, err := ParseAction([]byte(tc.in))
 		if tc.err != "" {
@@ -177,6 +181,61 @@ func TestDecodeDecision(t *testing.T) {
 			t.Errorf("decode %s: got %+v %v, want %s", tc.in, d, err, tc.want)
 		}
 	}
+}
+
+// TestInvalidJSON: nil for JSON, and where reading failed for anything
+// else, counted in bytes from 1, and as line and column (in characters).
+func TestInvalidJSON(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":1}`, ""},
+		{` "s" `, ""},
+		{`{not json`, "not valid JSON: invalid character 'n' looking for beginning of object key string, at offset 2 (line 1, column 2)"},
+		{`{"é":1,}`, "not valid JSON: invalid character '}' looking for beginning of object key string, at offset 9 (line 1, column 8)"},
+		{"[1,\n2,\n]", "not valid JSON: invalid character ']' looking for beginning of value, at offset 8 (line 3, column 1)"},
+		{`{"a":1} x`, "not valid JSON: invalid character 'x' after top-level value, at offset 9 (line 1, column 9)"},
+		{``, "not valid JSON: the text is empty"},
+		{"  \n", "not valid JSON: the text is empty"},
+	} {
+		err := InvalidJSON([]byte(tc.in))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("InvalidJSON(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzInvalidJSON holds InvalidJSON to encoding/json: nil exactly for
+// valid JSON, and otherwise an offset inside the text whose line is one
+// more than the newlines before it.
+func FuzzInvalidJSON(f *testing.F) {
+	for _, s := range []string{`{not json`, `{"a":[1,2}`, "{\n\"a\":\n", `"\u12"`, `{"a":1}`, ``} {
+		f.Add([]byte(s))
+	}
+	re := regexp.MustCompile(`at offset (\d+) \(line (\d+), column (\d+)\)$`)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		err := InvalidJSON(in)
+		if (err == nil) != json.Valid(in) {
+			t.Fatalf("InvalidJSON(%q) = %v, but json.Valid says %v", in, err, json.Valid(in))
+		}
+		if err == nil || len(bytes.TrimSpace(in)) == 0 {
+			return
+		}
+		m := re.FindStringSubmatch(err.Error())
+		if m == nil {
+			t.Fatalf("InvalidJSON(%q) = %q: no offset", in, err)
+		}
+		off, _ := strconv.Atoi(m[1])
+		line, _ := strconv.Atoi(m[2])
+		if off < 1 || off > len(in) {
+			t.Fatalf("InvalidJSON(%q): offset %d outside 1..%d", in, off, len(in))
+		}
+		if want := 1 + bytes.Count(in[:off-1], []byte("\n")); line != want {
+			t.Fatalf("InvalidJSON(%q): line %d, want %d", in, line, want)
+		}
+	})
 }
 
 // FuzzInputDocument checks the input document builder against

@@ -385,6 +385,10 @@ func (a *QueueApprover) Approve(ctx context.Context, req Request) (ApprovalRecor
 	}
 }
 
+// AsksConcurrently: every request waits in the queue at once, each
+// decided on its own (ConcurrentApprover).
+func (a *QueueApprover) AsksConcurrently() bool { return true }
+
 func (a *QueueApprover) newID() string {
 	if a.NewID != nil {
 		return a.NewID()

@@ -112,6 +112,22 @@ type Event struct {
 	// budget while the call is in flight; the calls themselves arrive
 	// whole in the Response.
 	ToolCallDelta string
+	// ToolCall is the same piece for display, with the call it belongs
+	// to (a chunk with pieces of several calls is several events, the
+	// later ones with ToolCall alone); nil when the event has none.
+	ToolCall *ToolCallPiece
+	// Started says the response's first event arrived (the first_event
+	// timeout is met), whether or not it carries anything to show; a
+	// provider sends it once per attempt, before the first piece.
+	Started bool
+}
+
+// ToolCallPiece is a piece of one streamed tool call.
+type ToolCallPiece struct {
+	Index     int    // the call's place among the turn's tool calls, from 0
+	ID        string // the call's id, in the piece that brings it
+	Name      string // the tool's name, in the call's first piece
+	Arguments string // a fragment of the arguments' JSON text
 }
 
 // Model is one configured model endpoint. Stream delivers content deltas to

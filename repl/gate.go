@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -13,9 +12,9 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/plan/eval"
 	"github.com/symbi-dev/symbi/policy"
 )
 
@@ -186,77 +185,59 @@ func toJSON(v cty.Value) ([]byte, error) {
 	return ctyjson.Marshal(v, v.Type())
 }
 
-// callTool runs one configured tool for the person at the REPL. The
-// arguments are validated against the tool's schema, then gated through the
-// policy chain of every agent that may use the tool, in address order, each
-// seeing the action as the previous one left it: the call runs only when
-// all of them allow it, which is the strictest reading of "the agents'
-// policies" and never lets the REPL do what no agent could. An ask goes to
-// the session's Approver (the person at the terminal); without one it is a
-// denial. A tool no agent uses is refused: no policy could decide it.
+// callTool runs one tool for the person at the REPL: a configured tool,
+// or a tool of an agent's MCP server. The arguments are validated against
+// the tool's schema, then gated through the policy chain of every agent
+// whose runs offer the tool, in address order, each seeing the action as
+// the previous one left it: the call runs only when all of them allow it,
+// which is the strictest reading of "the agents' policies" and never lets
+// the REPL do what no agent could. An ask goes to the session's Approver
+// (the person at the terminal); without one it is a denial. A tool no
+// agent is offered is refused: no policy could decide it. The call runs
+// through the toolbox a run of the first such agent uses (the session's
+// tool engine, which starts the agent's MCP servers once for the session).
 func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics) {
 	name, rng, rest, restOff := c.word()
 	if name == "" {
 		return "", errorAt(c.nameRng, "Missing tool", ":call needs a tool and its arguments: :call calculator {expression = \"6*7\"}")
 	}
-	p := s.cfg.Plan
-	addr := name
-	if !strings.HasPrefix(addr, "tool.") {
-		addr = "tool." + addr
-	}
-	t := p.Tool(addr)
-	if t == nil {
-		var names []string
-		for _, x := range p.Tools {
-			names = append(names, x.Address)
-		}
-		return "", errorAt(rng, "No such tool", "The configuration has no %s.%s", addr, suggest(addr, names))
-	}
-	toolName := strings.TrimPrefix(t.Address, "tool.")
 	args := json.RawMessage("{}")
 	argsRng := rng
 	if rest != "" {
-		obj, r, diags := s.evalObject(c.line, restOff, len(c.line))
+		raw, r, diags := s.callArguments(c.line, restOff)
 		if diags.HasErrors() {
 			return "", diags
 		}
-		raw, err := toJSON(cty.ObjectVal(obj))
-		if err != nil {
-			return "", errorAt(r, "Invalid arguments", "%v", err)
-		}
 		args, argsRng = raw, r
 	}
-
-	var agents []string
-	for _, a := range p.Agents {
-		if contains(a.EffectiveTools, t.Address) {
-			agents = append(agents, a.Address)
-		}
-	}
-	if len(agents) == 0 {
-		return "", errorAt(rng, "No agent uses this tool", "%s is in no agent's effective tools, so no policy could decide a call to it, and :call refuses it (fail closed). Add it to an agent's tools.", t.Address)
-	}
-
-	var servers []plan.MCPServer
-	if t.Executor.MCP != nil {
-		if m := p.MCPServer(t.Executor.MCP.Server); m != nil {
-			servers = append(servers, *m)
-		}
-	}
-	opts := builtins.Options{
-		BaseDir:   s.baseDir(),
-		StateDir:  s.stateDir(),
-		Workspace: filepath.Join(s.baseDir(), p.Settings.Workspace),
-		Protected: s.protected(),
-		Resolve:   func(v plan.String) (string, error) { return eval.String(v, s.opts.LookupEnv) },
-		Now:       s.opts.Now,
-	}
-	opts.ResolveURL = func(v plan.String) (string, error) { return eval.URL(v, s.opts.LookupEnv) }
-	box, err := builtins.NewToolbox(ctx, []plan.Tool{*t}, servers, opts)
+	eng, err := s.toolEngine()
 	if err != nil {
-		return "", errorAt(rng, "Tool does not start", "%v", err)
+		return "", errorAt(rng, "Tools did not start", "%v", err)
 	}
-	defer box.Close()
+	toolName, agents, configured, diags := s.callAgents(ctx, eng, name, rng)
+	if diags.HasErrors() {
+		return "", diags
+	}
+	// A configured tool runs through the session's toolbox of every tool
+	// block, which starts no agent's servers; a server's tool through the
+	// toolbox of the first agent offered it.
+	toolbox := func(agent string) (*builtins.Toolbox, error) {
+		if configured {
+			return eng.PlanToolbox(ctx)
+		}
+		return eng.Toolbox(ctx, agent)
+	}
+	box, err := toolbox(agents[0])
+	if err != nil {
+		return "", errorAt(rng, "Tools did not start", "%v", err)
+	}
+	if _, ok := box.Info(toolName); !ok {
+		for _, w := range box.Withheld() {
+			if w.Source == "tool."+toolName {
+				return "", errorAt(rng, "Tool not offered", "tool.%s is not offered to any model: %s %s.", toolName, w.Name, w.Reason)
+			}
+		}
+	}
 	if err := box.Validate(toolName, args); err != nil {
 		return "", errorAt(argsRng, "Invalid arguments", "%v", err)
 	}
@@ -265,19 +246,27 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 		return "", errorAt(argsRng, "Invalid arguments", "%v", err)
 	}
 
+	p := s.cfg.Plan
 	var b strings.Builder
 	action := policy.Action{Type: policy.ToolCall, Tool: toolName, CallID: "repl", Arguments: args}
 	if info, ok := box.Info(toolName); ok {
-		// A wrapped MCP tool's annotations may make it stricter than the
-		// plan says; NewInput keeps the stricter.
-		action.Effect = info.Effect
+		// A server's tool, or a wrapped one, may be stricter than the plan
+		// says; NewInput keeps the stricter.
+		action.Effect, action.Tags = info.Effect, info.Tags
 	}
 	var approved policy.Approved
 	loader := policy.NewLoader(p, s.baseDir()) // shared by every agent's chain
 	for _, agent := range agents {
-		chain, err := loader.Chain(ctx, agent, box.Validate)
+		agentBox, err := toolbox(agent)
+		if err != nil {
+			return b.String(), errorAt(rng, "Tools did not start", "%v", err)
+		}
+		chain, err := loader.Chain(ctx, agent, agentBox.Validate)
 		if err != nil {
 			return b.String(), errorAt(rng, "Policy does not load", "%v", err)
+		}
+		if info, ok := agentBox.Info(toolName); ok && info.Approval == "always" {
+			chain.RequireApproval(toolName)
 		}
 		v := chain.Gate(ctx, policy.NewInput(p, agent, action, nil))
 		fmt.Fprintf(&b, "%s: %s\n", agent, render.Decision(v.Decision))
@@ -318,10 +307,105 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 	if !strings.HasSuffix(res.Content, "\n") {
 		b.WriteString("\n")
 	}
-	if res.Truncated {
-		b.WriteString("(output truncated at max_output_bytes)\n")
+	if note := res.TruncationNote(); note != "" {
+		b.WriteString(note + "\n")
 	}
 	return b.String(), nil
+}
+
+// callAgents finds the tool :call names and the agents whose runs offer
+// it: a configured tool (name or tool.NAME) goes to the agents whose
+// effective tools hold it; any other name is looked up among the tools of
+// the agents' MCP servers, which are started for it.
+func (s *Session) callAgents(ctx context.Context, eng *engine.Engine, name string, rng hcl.Range) (tool string, agents []string, configured bool, _ hcl.Diagnostics) {
+	p := s.cfg.Plan
+	addr := name
+	if !strings.HasPrefix(addr, "tool.") {
+		addr = "tool." + addr
+	}
+	if t := p.Tool(addr); t != nil {
+		for _, a := range p.Agents {
+			if contains(a.EffectiveTools, t.Address) {
+				agents = append(agents, a.Address)
+			}
+		}
+		if len(agents) == 0 {
+			return "", nil, true, errorAt(rng, "No agent uses this tool", "%s is in no agent's effective tools, so no policy could decide a call to it, and :call refuses it (fail closed). Add it to an agent's tools.", t.Address)
+		}
+		return strings.TrimPrefix(t.Address, "tool."), agents, true, nil
+	}
+	// A server's tool: every agent with servers is asked, in address order.
+	var names []string
+	for _, a := range p.Agents {
+		if !hasServer(p, a) {
+			continue
+		}
+		set, err := eng.ToolsOf(ctx, a.Address)
+		if err != nil {
+			return "", nil, false, errorAt(rng, "Tools did not start", "%v", err)
+		}
+		for _, t := range set.Tools {
+			names = append(names, t.Name)
+			if t.Name == name {
+				agents = append(agents, a.Address)
+			}
+		}
+		for _, w := range set.Withheld {
+			if w.Name == name {
+				return "", nil, false, errorAt(rng, "Tool not offered", "%s of %s is not offered to any model: it %s.", w.Name, w.Source, w.Reason)
+			}
+		}
+	}
+	if len(agents) == 0 {
+		for _, t := range p.Tools {
+			names = append(names, t.Address)
+		}
+		return "", nil, false, errorAt(rng, "No such tool", "No agent is offered a tool %s: the configuration has no %s, and no agent's MCP server has one.%s", name, addr, suggest(name, names))
+	}
+	return name, agents, false, nil
+}
+
+// hasServer reports whether an agent lists an MCP server.
+func hasServer(p *plan.Plan, a plan.Agent) bool {
+	for _, addr := range a.Tools {
+		if p.MCPServer(addr) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// callArguments evaluates :call's arguments: an object expression, or a
+// string that holds them as JSON text ('{"expression": "6*7"}', the
+// output of jsonencode). Text that is not JSON is reported as such, with
+// where it stops being JSON.
+func (s *Session) callArguments(line string, start int) (json.RawMessage, hcl.Range, hcl.Diagnostics) {
+	rng := rangeAt(line, start, len(strings.TrimRight(line, " \t\r\n")))
+	v, diags := s.evalAt(line, start, len(line))
+	if diags.HasErrors() {
+		return nil, rng, diags
+	}
+	v, _ = v.UnmarkDeep()
+	if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+		text := []byte(v.AsString())
+		if err := policy.InvalidJSON(text); err != nil {
+			return nil, rng, errorAt(rng, "Invalid arguments", "The arguments are %v.", err)
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(text, &obj) != nil || obj == nil {
+			return nil, rng, errorAt(rng, "Invalid arguments", "The arguments must be a JSON object such as {\"name\": \"value\"}.")
+		}
+		return json.RawMessage(text), rng, nil
+	}
+	obj, r, diags := s.evalObject(line, start, len(line))
+	if diags.HasErrors() {
+		return nil, r, diags
+	}
+	raw, err := toJSON(cty.ObjectVal(obj))
+	if err != nil {
+		return nil, r, errorAt(r, "Invalid arguments", "%v", err)
+	}
+	return raw, r, nil
 }
 
 // protected are the paths :call's file builtins may not touch, besides

@@ -13,6 +13,7 @@ import (
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
 )
 
 // plan prints the plan tree, or the entry of one block.
@@ -85,11 +86,13 @@ func (s *Session) agentAt(name string, rng hcl.Range) (*plan.Agent, hcl.Diagnost
 	return nil, errorAt(rng, "No such agent", "The configuration has no %s.%s", addr, suggest(addr, names))
 }
 
-// tools prints an agent's effective tools: its configured tools filtered by
-// its tool_profile (builtins.ApplyProfile, as the engine does), the tools
-// the profile removed, its MCP servers (whose tools are known only when the
-// server runs) and the delegate tool.
-func (s *Session) tools(_ context.Context, c call) (string, hcl.Diagnostics) {
+// tools prints an agent's tools as its runs offer them: its configured
+// tools after its tool_profile, then its MCP servers' tools, which the
+// session's tool engine starts the servers for (once for the session), the
+// profile applied as the engine applies it; the delegate tool when it has
+// delegates; what the profile removed; and the servers' tools no run
+// offers, with why. A server's names and descriptions are escaped.
+func (s *Session) tools(ctx context.Context, c call) (string, hcl.Diagnostics) {
 	name, rng, _, _ := c.word()
 	if name == "" {
 		rng = c.nameRng
@@ -99,22 +102,17 @@ func (s *Session) tools(_ context.Context, c call) (string, hcl.Diagnostics) {
 		return "", diags
 	}
 	p := s.cfg.Plan
-	var configured []string
-	var servers []*plan.MCPServer
-	for _, addr := range ag.Tools {
-		if t := p.Tool(addr); t != nil {
-			configured = append(configured, strings.TrimPrefix(t.Address, "tool."))
-		} else if m := p.MCPServer(addr); m != nil {
-			servers = append(servers, m)
-		}
+	eng, err := s.toolEngine()
+	if err != nil {
+		return "", errorAt(rng, "Tools did not start", "%v", err)
 	}
-	effective := configured
+	set, err := eng.ToolsOf(ctx, ag.Address)
+	if err != nil {
+		return "", errorAt(rng, "Tools did not start", "%v", err)
+	}
 	var prof *plan.ToolProfile
 	if ag.ToolProfile != "" {
 		prof = p.ToolProfile(ag.ToolProfile)
-	}
-	if prof != nil {
-		effective = builtins.ApplyProfile(configured, prof.Include, prof.Exclude, prof.MaxTools)
 	}
 
 	var b strings.Builder
@@ -123,37 +121,26 @@ func (s *Session) tools(_ context.Context, c call) (string, hcl.Diagnostics) {
 	} else {
 		fmt.Fprintf(&b, "%s (no tool_profile):\n", ag.Address)
 	}
-	if len(effective) == 0 && len(servers) == 0 && len(ag.Delegates) == 0 {
+	if len(set.Tools) == 0 && len(ag.Delegates) == 0 {
 		b.WriteString("  no tools\n")
 	}
 	w := newTable(&b)
-	for _, n := range effective {
-		t := p.Tool("tool." + n)
-		fmt.Fprintf(w, "  %s\t%s\teffect %s\tapproval %s\t%s\n", n, executorSummary(t.Executor), t.Effect, t.Approval, firstSentence(t.Description))
-	}
-	for _, m := range servers {
-		where := planString(m.URL)
-		if len(m.Command) > 0 {
-			var argv []string
-			for _, a := range m.Command {
-				argv = append(argv, planString(a))
-			}
-			where = strings.Join(argv, " ")
+	for _, t := range set.Tools {
+		approval := t.Approval
+		if approval == "" {
+			approval = "policy" // a server's tool has no block to say otherwise
 		}
-		fmt.Fprintf(w, "  %s\tMCP server %s\teffect %s\t\ttools listed when the server starts, then filtered by the profile\n", m.Address, where, m.Effect)
+		fmt.Fprintf(w, "  %s\t%s\teffect %s\tapproval %s\t%s\n", policy.EscapeLine(t.Name), t.Origin(), t.Effect, approval, policy.EscapeLine(firstSentence(t.Description)))
 	}
 	if len(ag.Delegates) > 0 {
 		fmt.Fprintf(w, "  delegate\tengine\teffect none\t\thands a task to %s\n", strings.Join(ag.Delegates, ", "))
 	}
 	w.Flush()
-	var removed []string
-	for _, n := range configured {
-		if !contains(effective, n) {
-			removed = append(removed, n)
-		}
+	if len(set.Removed) > 0 {
+		fmt.Fprintf(&b, "removed by the profile: %s\n", policy.EscapeLine(strings.Join(set.Removed, ", ")))
 	}
-	if len(removed) > 0 {
-		fmt.Fprintf(&b, "removed by the profile: %s\n", strings.Join(removed, ", "))
+	for _, x := range set.Withheld {
+		fmt.Fprintf(&b, "not offered: %s\n", policy.EscapeLine(fmt.Sprintf("%s (%s): %s", x.Name, x.Source, x.Reason)))
 	}
 	return b.String(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -56,6 +57,10 @@ type Session struct {
 	// that its diagnostics can show snippets.
 	failed map[string]*hcl.File
 	step   *stepper // the run :step is walking through, or nil
+	// toolEng lists and calls tools for :tools and :call: it starts an
+	// agent's MCP servers the first time they are needed and keeps them
+	// until the configuration changes or the session ends.
+	toolEng *engine.Engine
 }
 
 // New makes a session without a configuration; Load gives it one.
@@ -93,8 +98,41 @@ func (s *Session) load(ctx context.Context, path string) hcl.Diagnostics {
 	}
 	s.failed = nil
 	s.stopStep()
+	s.closeTools()
 	s.cfg, s.from = cfg, path
 	return diags
+}
+
+// toolEngine is the session's engine for :tools and :call (a discovery
+// engine: it opens no knowledge store, as :call never did).
+func (s *Session) toolEngine() (*engine.Engine, error) {
+	if s.toolEng != nil {
+		return s.toolEng, nil
+	}
+	e, err := engine.New(s.cfg.Plan, engine.Options{
+		BaseDir:   s.cfg.BaseDir,
+		StateDir:  s.stateDir(),
+		Protected: s.opts.VarFiles,
+		LookupEnv: s.opts.LookupEnv,
+		Now:       s.opts.Now,
+		Rand:      s.opts.Rand,
+		Discovery: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.toolEng = e
+	return e, nil
+}
+
+// closeTools stops the MCP servers :tools and :call started.
+func (s *Session) closeTools() error {
+	if s.toolEng == nil {
+		return nil
+	}
+	err := s.toolEng.Close()
+	s.toolEng = nil
+	return err
 }
 
 // Loaded reports the path the configuration was loaded from, or "" when
@@ -136,10 +174,11 @@ func (s *Session) Prompt() string {
 // ContinuationPrompt is the prompt for the lines of an input that NeedsMore.
 func (s *Session) ContinuationPrompt() string { return "... " }
 
-// Close ends a run that :step left paused. The session can still be used.
+// Close ends a run that :step left paused and stops the MCP servers that
+// :tools and :call started. The session can still be used.
 func (s *Session) Close() error {
 	s.stopStep()
-	return nil
+	return s.closeTools()
 }
 
 // Handle runs one input: a command (a line that starts with ':') or an

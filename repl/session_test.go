@@ -149,6 +149,8 @@ func TestErrorsAreDiagnosticsAndTheSessionGoesOn(t *testing.T) {
 		{`:call nothing {}`, "No such tool", "nothing"},
 		{`:call notes_delete {}`, "No agent uses this tool", "notes_delete"},
 		{`:call calculator {expression = 6}`, "Invalid arguments", `{expression = 6}`},
+		{`:call calculator "{not json"`, "Invalid arguments", `"{not json"`},
+		{`:call calculator "[1]"`, "Invalid arguments", `"[1]"`},
 		{`:doc nope`, "No such function", "nope"},
 		{`:doc agent.ghost`, "No such block", "agent.ghost"},
 		{`:doc`, "Missing name", ":doc"},
@@ -334,11 +336,15 @@ func TestPlan(t *testing.T) {
 
 func TestTools(t *testing.T) {
 	s, _ := newTestSession(t, Options{})
+	// The server's tools are listed, filtered by the profile, with the
+	// effect the gate sees: read_and_mark's annotation raises the block's
+	// "read" to "write".
 	want := `agent.researcher, after tool_profile.readonly (include read_* calculator notes_*; exclude *_delete):
-  calculator     builtin calculator                effect none  approval policy  Evaluate an arithmetic expression
-  read_notes     builtin read_file                 effect read  approval policy  Read a note from the workspace
-  mcp_server.fs  MCP server symbi-test-mcp-server  effect read                   tools listed when the server starts, then filtered by the profile
-removed by the profile: notes_delete
+  calculator     builtin calculator  effect none   approval policy  Evaluate an arithmetic expression
+  read_notes     builtin read_file   effect read   approval policy  Read a note from the workspace
+  read_and_mark  mcp_server.fs       effect write  approval policy  Read and mark as read
+  read_echo      mcp_server.fs       effect read   approval policy  Echo a message.
+removed by the profile: notes_delete, erase
 `
 	if got := handle(t, s, ":tools researcher"); got != want {
 		t.Errorf(":tools researcher:\n%s", cmp.Diff(want, got))
@@ -417,6 +423,16 @@ not run
 `
 	if got := handle(t, s, `:call tool.calculator {expression = "1 / 0"}`); got != want {
 		t.Errorf(":call 1 / 0:\n%s", cmp.Diff(want, got))
+	}
+	// Arguments may also be JSON text: a string literal, or jsonencode's.
+	for _, in := range []string{`:call calculator "{\"expression\": \"6*7\"}"`, `:call calculator jsonencode({expression = "6*7"})`} {
+		if got := handle(t, s, in); !strings.HasSuffix(got, "\n42\n") {
+			t.Errorf("%s: %q", in, got)
+		}
+	}
+	_, _, diags := s.Handle(context.Background(), `:call calculator "{not json"`)
+	if len(diags) == 0 || !strings.Contains(diags[0].Detail, "not valid JSON: invalid character 'n' looking for beginning of object key string, at offset 2 (line 1, column 2)") {
+		t.Errorf(":call with text that is not JSON: %v", diags)
 	}
 	if got := handle(t, s, `:call read_notes {path = "notes.txt"}`); !strings.HasSuffix(got, "\nhello notes\n") {
 		t.Errorf(":call read_notes: %q", got)
@@ -675,19 +691,15 @@ agent     agent.researcher
 
 func TestToolsListsServersAndDelegates(t *testing.T) {
 	s := New(Options{})
+	t.Cleanup(func() { s.Close() })
 	if diags := s.Load("../examples/mcp.hcl"); diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	out := handle(t, s, ":tools browser")
-	for _, want := range []string{
-		"  read_text        mcp mcp_server.fs ",
-		"  mcp_server.fs    MCP server npx -y @modelcontextprotocol/server-filesystem . ",
-		// A deferred URL shows its expression: env() is not read here.
-		`  mcp_server.docs  MCP server env("DOCS_MCP_URL", "http://127.0.0.1:9000/mcp") `,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf(":tools browser lacks %q:\n%s", want, out)
-		}
+	// Its docs server is not running here: :tools says so, naming it,
+	// rather than show the agent's tools without it.
+	_, _, diags := s.Handle(context.Background(), ":tools browser")
+	if len(diags) == 0 || diags[0].Summary != "Tools did not start" || !strings.Contains(diags[0].Detail, "mcp_server.") {
+		t.Errorf(":tools browser with servers that cannot start: %v", diags)
 	}
 	if diags := s.Load("../examples/delegation.hcl"); diags.HasErrors() {
 		t.Fatal(diags.Error())

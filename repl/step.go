@@ -54,7 +54,8 @@ type stepper struct {
 // observe is the engine's OnEvent. It runs on the engine's goroutine, so
 // blocking here holds the run between two phases.
 func (st *stepper) observe(ev engine.Event) {
-	if ev.Type == engine.ContentDelta || ev.Type == engine.ReasoningDelta {
+	switch ev.Type {
+	case engine.ContentDelta, engine.ReasoningDelta, engine.ModelFirstEvent, engine.ToolCallDelta:
 		return // reasoning_complete carries the whole turn
 	}
 	st.pending = append(st.pending, ev)

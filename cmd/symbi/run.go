@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
@@ -56,6 +57,12 @@ denial, a budget or a limit, 4 runtime failure (a request that differs from
 the cassette among them), 130 cancelled.`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if agent != "" && bestOf != "" {
+				// A best_of_n block names the agent its candidates run;
+				// running it for another agent, or ignoring either flag,
+				// would run something nobody asked for.
+				return exitWith(exitInvalid, "--agent and --best-of cannot be used together: a best_of_n block runs the agent its agent attribute names; give --best-of alone, or --agent alone")
+			}
 			path := "."
 			if len(args) > 0 {
 				path = args[0]
@@ -106,7 +113,7 @@ the cassette among them), 130 cancelled.`,
 	}
 	addVarFlags(cmd)
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent to run (optional when the configuration has one)")
-	cmd.Flags().StringVar(&bestOf, "best-of", "", "run a best_of_n block instead of a single agent")
+	cmd.Flags().StringVar(&bestOf, "best-of", "", "run a best_of_n block instead of a single agent (not with --agent: the block names its agent)")
 	cmd.Flags().StringVar(&inputFile, "input-file", "", "read the input from this file")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
@@ -428,13 +435,31 @@ type runPrinter struct {
 	// reasoning: stderr is in the middle of a model's streamed reasoning,
 	// whose last byte was not a newline when reasoningMidLine.
 	reasoning, reasoningMidLine bool
+	// calls are the tool calls the model is writing (tool_call_delta), by
+	// index, for the progress line a terminal shows; progress says the
+	// line is on the screen.
+	calls    map[int]*callProgress
+	progress bool
+	// live: stderr is a terminal, where lines can be redrawn.
+	live bool
 }
+
+// callProgress is a tool call being written: its tool and the end of its
+// arguments so far (bounded: the line shows only the end).
+type callProgress struct {
+	name string
+	args string
+}
+
+// maxProgressArgs bounds what is kept of a call's arguments for the line.
+const maxProgressArgs = 512
 
 func newRunPrinter(stdout, stderr io.Writer, jsonOut bool) *runPrinter {
 	p := &runPrinter{stdout: stdout, stderr: stderr, json: jsonOut}
 	if !jsonOut && isTerminal(stderr) {
 		p.spin = newSpinner(stderr)
 		p.dim = os.Getenv("NO_COLOR") == ""
+		p.live = true
 	}
 	return p
 }
@@ -446,6 +471,7 @@ func (p *runPrinter) close() {
 	if p.spin != nil {
 		p.spin.stop()
 	}
+	p.clearProgress()
 	p.endLine()
 }
 
@@ -457,6 +483,19 @@ func (p *runPrinter) event(ev engine.Event) {
 	}
 	if p.spin != nil {
 		p.spin.pause()
+	}
+	switch ev.Type {
+	case engine.ModelFirstEvent:
+		return // the spinner stopped for it; nothing more to show
+	case engine.ToolCallDelta:
+		if ev.Depth == 0 && p.live {
+			p.showCallProgress(ev)
+		}
+		return
+	}
+	p.clearProgress()
+	if ev.Type == journal.ReasoningComplete {
+		p.calls = nil
 	}
 	if ev.Type == engine.ReasoningDelta {
 		if ev.Depth == 0 {
@@ -482,6 +521,53 @@ func (p *runPrinter) event(ev engine.Event) {
 	if p.spin != nil && waitsForModel(ev.Type) {
 		p.spin.start()
 	}
+}
+
+// showCallProgress redraws the progress line of the tool call a
+// tool_call_delta belongs to (on a terminal only: the "→" line of the
+// turn says the same once it is whole).
+func (p *runPrinter) showCallProgress(ev engine.Event) {
+	var d journal.ToolCallDeltaData
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return
+	}
+	if p.calls == nil {
+		p.calls = map[int]*callProgress{}
+	}
+	c := p.calls[d.Index]
+	if c == nil {
+		c = &callProgress{}
+		p.calls[d.Index] = c
+	}
+	if d.Name != "" {
+		c.name = d.Name
+	}
+	c.args += ev.Delta
+	if len(c.args) > maxProgressArgs {
+		c.args = strings.ToValidUTF8(c.args[len(c.args)-maxProgressArgs:], "")
+	}
+	p.endLine()
+	fmt.Fprintf(p.stderr, "\r\033[K%s", render.ToolCallProgress(c.name, c.args, terminalWidth(p.stderr)-1))
+	p.progress = true
+}
+
+// clearProgress takes the progress line off the screen before anything
+// else is written.
+func (p *runPrinter) clearProgress() {
+	if p.progress {
+		io.WriteString(p.stderr, "\r\033[K")
+		p.progress = false
+	}
+}
+
+// terminalWidth is w's width when it is a terminal, else 80.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 20 {
+			return width
+		}
+	}
+	return 80
 }
 
 // endLine finishes a streamed answer's line (and streamed reasoning)

@@ -45,3 +45,31 @@ func TestStreamedAnswerEndsItsLine(t *testing.T) {
 		t.Errorf("output %q", term.String())
 	}
 }
+
+// On a terminal, the tool call the model is writing shows as one line
+// redrawn in place (tool and arguments so far), taken off the screen for
+// the call's "→" line; model_first_event shows nothing. Off a terminal
+// neither shows.
+func TestToolCallProgressLine(t *testing.T) {
+	var term bytes.Buffer
+	p := newRunPrinter(&term, &term, false)
+	p.live = true
+	p.event(engine.Event{Type: engine.ModelFirstEvent, Data: []byte(`{"model":"model.m","after_ms":12}`)})
+	p.event(engine.Event{Type: engine.ToolCallDelta, Data: []byte(`{"index":0,"id":"c1","name":"search"}`), Delta: `{"query":`})
+	p.event(engine.Event{Type: engine.ToolCallDelta, Data: []byte(`{"index":0}`), Delta: `"otters"}`})
+	p.event(engine.Event{Type: "reasoning_complete", Data: []byte(`{"model":"model.m","tool_calls":[{"id":"c1","name":"search","arguments":"{\"query\":\"otters\"}"}]}`)})
+	p.close()
+	want := "\r\x1b[K✎ search {\"query\":" + "\r\x1b[K✎ search {\"query\":\"otters\"}" + "\r\x1b[K" + "→ search {\"query\":\"otters\"}\n"
+	if got := term.String(); got != want {
+		t.Errorf("terminal:\n got %q\nwant %q", got, want)
+	}
+
+	term.Reset()
+	p = newRunPrinter(&term, &term, false)
+	p.event(engine.Event{Type: engine.ModelFirstEvent, Data: []byte(`{"model":"model.m","after_ms":12}`)})
+	p.event(engine.Event{Type: engine.ToolCallDelta, Data: []byte(`{"index":0,"name":"search"}`), Delta: `{}`})
+	p.close()
+	if term.Len() != 0 {
+		t.Errorf("off a terminal: %q", term.String())
+	}
+}

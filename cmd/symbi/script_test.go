@@ -15,7 +15,8 @@ var update = flag.Bool("update", false, "rewrite the expected output of the scri
 // TestMain lets the scripts run `symbi` as the in-process run function.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"symbi": func() { os.Exit(run(context.Background(), os.Args[1:])) },
+		"symbi":                 func() { os.Exit(run(context.Background(), os.Args[1:])) },
+		"symbi-test-mcp-server": serveTestMCP,
 	})
 }
 

@@ -37,12 +37,17 @@ func liveLines(ev journal.Event, depth int) []string {
 		if ev.Decode(&d) != nil {
 			return nil
 		}
-		if d.Resume > 0 {
-			return one("↻ resuming run %s after iteration %d", ev.RunID, ev.Iteration)
+		var lines []string
+		switch {
+		case d.Resume > 0:
+			lines = append(lines, fmt.Sprintf("↻ resuming run %s after iteration %d", ev.RunID, ev.Iteration))
+		case depth > 0:
+			lines = append(lines, "▸ "+strings.TrimPrefix(ev.Agent, "agent."))
 		}
-		if depth > 0 {
-			return one("▸ %s", strings.TrimPrefix(ev.Agent, "agent."))
+		for _, w := range d.WithheldTools {
+			lines = append(lines, withheldLine(w))
 		}
+		return lines
 	case journal.ModelRouted:
 		var d journal.ModelRoutedData
 		if ev.Decode(&d) != nil {
@@ -202,4 +207,27 @@ func clip(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// withheldLine says that a server's tool is not offered to the model, and
+// why: "⚠ simulate-research-query of mcp_server.everything is not offered:
+// requires MCP task augmentation …".
+func withheldLine(w journal.WithheldTool) string {
+	return fmt.Sprintf("⚠ %s of %s is not offered: %s", clip(w.Tool, 60), w.Source, w.Reason)
+}
+
+// ToolCallProgress is the one-line status `symbi run` shows on a terminal
+// while the model writes a tool call (its tool_call_delta events): the
+// tool and the end of the arguments written so far, at most width
+// characters in all, control and invisible characters escaped. The line
+// is replaced as pieces arrive and cleared for the call's "→" line, which
+// the turn's reasoning_complete brings.
+func ToolCallProgress(name, args string, width int) string {
+	head := "✎ " + clip(name, 40) + " "
+	tail := policy.EscapeLine(strings.Join(strings.Fields(args), " "))
+	room := width - len([]rune(head))
+	if r := []rune(tail); room > 1 && len(r) > room {
+		tail = "…" + string(r[len(r)-room+1:])
+	}
+	return head + tail
 }

@@ -67,6 +67,8 @@ func TestLiveLines(t *testing.T) {
 		{"delegate start", journal.Event{Type: journal.Started, Agent: "agent.b", Data: []byte(`{"agent":"agent.b","input":"go"}`)}, 1, []string{"▸ b"}},
 		{"resume", journal.Event{Type: journal.Started, RunID: "r1", Iteration: 2, Data: []byte(`{"input":"go","resume_after_seq":9}`)}, 0,
 			[]string{"↻ resuming run r1 after iteration 2"}},
+		{"withheld tools", journal.Event{Type: journal.Started, Agent: "agent.a", Data: []byte(`{"agent":"agent.a","input":"go","withheld_tools":[{"tool":"slow\u001b[2J","source":"mcp_server.s","reason":"requires MCP task augmentation"}]}`)}, 0,
+			[]string{`⚠ slow\x1b[2J of mcp_server.s is not offered: requires MCP task augmentation`}},
 		{"candidate", journal.Event{Type: journal.CandidateScored, Data: []byte(`{"index":2,"score":0.75,"accepted":true}`)}, 0, []string{"◇ candidate 2 score 0.75"}},
 		{"routed", journal.Event{Type: journal.ModelRouted, Data: []byte(`{"model":"model.big","rejected":[{"model":"model.small","reason":"too long"}]}`)}, 0, []string{"⇢ model.big (1 rejected)"}},
 		{"dispatch", journal.Event{Type: journal.ToolsDispatched, Data: []byte(`{"calls":[{"call_id":"1","tool":"a"}],"concurrency":1}`)}, 0, nil},
@@ -74,6 +76,28 @@ func TestLiveLines(t *testing.T) {
 		got := Live(tc.ev, tc.depth)
 		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") || len(got) != len(tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The progress of a tool call being written keeps the end of its
+// arguments within the width, escaped.
+func TestToolCallProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name, args string
+		width      int
+		want       string
+	}{
+		{"search", `{"query":"ot`, 80, `✎ search {"query":"ot`},
+		{"search", `{"query":"otters and seals and sea lions"}`, 30, `✎ search …eals and sea lions"}`},
+		{"x\u001b[2J", "{\"a\":\"\u0007\"}", 80, `✎ x\x1b[2J {"a":"\a"}`},
+	} {
+		got := ToolCallProgress(tc.name, tc.args, tc.width)
+		if got != tc.want {
+			t.Errorf("ToolCallProgress(%q, %q, %d) = %q, want %q", tc.name, tc.args, tc.width, got, tc.want)
+		}
+		if n := len([]rune(got)); n > tc.width {
+			t.Errorf("%q is %d characters, over %d", got, n, tc.width)
 		}
 	}
 }

@@ -80,7 +80,11 @@ func eventText(ev journal.Event) string {
 	case journal.Started:
 		var d journal.StartedData
 		if ev.Decode(&d) == nil {
-			return fmt.Sprintf("%s, mode %s, input %s", d.Agent, d.Mode, quoteShort(d.Input))
+			s := fmt.Sprintf("%s, mode %s, input %s", d.Agent, d.Mode, quoteShort(d.Input))
+			for _, w := range d.WithheldTools {
+				s += fmt.Sprintf("; %s of %s not offered: %s", w.Tool, w.Source, w.Reason)
+			}
+			return s
 		}
 	case journal.ModelRouted:
 		var d journal.ModelRoutedData

@@ -117,6 +117,7 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 		if timer != nil {
 			timer.Stop()
 		}
+		onEvent(provider.Event{Started: true})
 		if msg == nil {
 			// A body of null decodes to no message.
 			return provider.Response{}, false, failure{err: m.typed(provider.MalformedResponse, "", ex.status, errors.New("the response is not a message"))}
@@ -141,9 +142,9 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 		if out.Content != "" {
 			onEvent(provider.Event{ContentDelta: out.Content})
 		}
-		for _, c := range out.ToolCalls {
-			onEvent(provider.Event{ToolCallDelta: c.Name})
-			onEvent(provider.Event{ToolCallDelta: c.Arguments})
+		for i, c := range out.ToolCalls {
+			onEvent(provider.Event{ToolCallDelta: c.Name, ToolCall: &provider.ToolCallPiece{Index: i, ID: c.ID, Name: c.Name}})
+			onEvent(provider.Event{ToolCallDelta: c.Arguments, ToolCall: &provider.ToolCallPiece{Index: i, Arguments: c.Arguments}})
 		}
 		return out, out.Content != "", f
 	}
@@ -168,6 +169,9 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 			timer.Stop()
 		case idleTimer != nil:
 			idleTimer.Stop()
+		}
+		if first {
+			onEvent(provider.Event{Started: true})
 		}
 		first = false
 		// The idle timer is stopped while onEvent runs: the caller's
@@ -250,6 +254,7 @@ type turnBuilder struct {
 	usage   provider.Usage
 	known   bool // usage was reported
 	err     error
+	calls   int // tool_use blocks so far
 
 	max  int64 // max_response_bytes
 	size int64 // bytes of text, thinking, signatures and calls so far
@@ -261,6 +266,7 @@ type block struct {
 	signature string
 	data      string // redacted thinking
 	id, name  string
+	call      int // a tool_use block's place among the turn's tool calls
 }
 
 // callOverhead is what a block counts for itself, beyond its text, so that
@@ -310,6 +316,10 @@ func (b *turnBuilder) add(ev sdk.MessageStreamEventUnion) provider.Event {
 		}
 		cb := ev.ContentBlock
 		blk := &block{typ: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature, data: cb.Data}
+		if cb.Type == "tool_use" {
+			blk.call = b.calls
+			b.calls++
+		}
 		b.blocks = append(b.blocks, blk)
 		b.size += callOverhead + int64(len(cb.ID)+len(cb.Name)+len(cb.Signature)+len(cb.Data))
 		var e provider.Event
@@ -320,6 +330,9 @@ func (b *turnBuilder) add(ev sdk.MessageStreamEventUnion) provider.Event {
 			e.ReasoningDelta = b.write(blk, cb.Thinking)
 		case "tool_use":
 			e.ToolCallDelta = cb.Name
+			if !b.over() {
+				e.ToolCall = &provider.ToolCallPiece{Index: blk.call, ID: cb.ID, Name: cb.Name}
+			}
 		}
 		return e
 	case "content_block_delta":
@@ -340,7 +353,12 @@ func (b *turnBuilder) add(ev sdk.MessageStreamEventUnion) provider.Event {
 				blk.signature += d.Signature
 			}
 		case "input_json_delta":
-			return provider.Event{ToolCallDelta: b.write(blk, d.PartialJSON)}
+			piece := b.write(blk, d.PartialJSON)
+			e := provider.Event{ToolCallDelta: piece}
+			if piece != "" {
+				e.ToolCall = &provider.ToolCallPiece{Index: blk.call, Arguments: piece}
+			}
+			return e
 		}
 	}
 	return provider.Event{}

@@ -155,6 +155,9 @@ func TestToolCallDeltasAreCountedNotShown(t *testing.T) {
 			if e.ContentDelta != "" || e.ReasoningDelta != "" {
 				t.Errorf("streaming=%v: a tool call was shown: %+v", streaming, e)
 			}
+			if e.Started {
+				return
+			}
 			pieces = append(pieces, e.ToolCallDelta)
 		})
 		if err != nil || len(resp.ToolCalls) != 1 {

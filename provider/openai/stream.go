@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -105,15 +106,16 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		if f.err != nil {
 			return out, false, f
 		}
+		onEvent(provider.Event{Started: true})
 		if out.Reasoning != "" {
 			onEvent(provider.Event{ReasoningDelta: out.Reasoning})
 		}
 		if out.Content != "" {
 			onEvent(provider.Event{ContentDelta: out.Content})
 		}
-		for _, c := range out.ToolCalls {
-			onEvent(provider.Event{ToolCallDelta: c.Name})
-			onEvent(provider.Event{ToolCallDelta: c.Arguments})
+		for i, c := range out.ToolCalls {
+			onEvent(provider.Event{ToolCallDelta: c.Name, ToolCall: &provider.ToolCallPiece{Index: i, ID: c.ID, Name: c.Name}})
+			onEvent(provider.Event{ToolCallDelta: c.Arguments, ToolCall: &provider.ToolCallPiece{Index: i, Arguments: c.Arguments}})
 		}
 		return out, out.Content != "" || out.Reasoning != "", f
 	}
@@ -162,6 +164,9 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		case idleTimer != nil:
 			idleTimer.Stop()
 		}
+		if first {
+			onEvent(provider.Event{Started: true})
+		}
 		first = false
 		// The idle timer is stopped while onEvent runs: the caller's
 		// handling of a delta is not the server being idle.
@@ -169,11 +174,20 @@ func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest
 		if turn.over() {
 			return provider.Response{}, delivered, failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, turn.overError())}
 		}
+		var more []provider.ToolCallPiece
+		if len(turn.pieces) > 0 {
+			// Copies: the builder reuses its pieces for the next chunk.
+			p := turn.pieces[0]
+			e.ToolCall, more = &p, slices.Clone(turn.pieces[1:])
+		}
 		if e != (provider.Event{}) {
-			// A tool call's pieces are for counting only: retrying after
-			// them shows nobody anything twice.
+			// A tool call's pieces are for counting and showing only:
+			// retrying after them shows nobody any text twice.
 			delivered = delivered || e.ContentDelta != "" || e.ReasoningDelta != ""
 			onEvent(e)
+			for i := range more {
+				onEvent(provider.Event{ToolCall: &more[i]})
+			}
 			if ctx.Err() != nil {
 				// The caller stopped the call (its budget, say) from
 				// onEvent: stop now, not at the next read.
@@ -241,6 +255,9 @@ type turnBuilder struct {
 	finish    string
 	finished  bool
 	usage     *goopenai.Usage
+	// pieces are the tool-call pieces of the last chunk, by call, for
+	// display (provider.Event.ToolCall).
+	pieces []provider.ToolCallPiece
 
 	max  int64 // max_response_bytes
 	size int64 // responseSize of what arrived so far
@@ -267,6 +284,7 @@ func (b *turnBuilder) add(chunk chunk) provider.Event {
 		b.usage = chunk.Usage
 	}
 	var delta, reasoning, calls strings.Builder
+	b.pieces = b.pieces[:0]
 	for i := range chunk.Choices {
 		c := &chunk.Choices[i]
 		if c.Index != 0 {
@@ -323,10 +341,12 @@ func (b *turnBuilder) addCall(tc goopenai.ToolCall, pieces *strings.Builder) {
 		c.id = tc.ID
 	}
 	// The name comes whole in the call's first delta; some servers repeat it.
+	piece := provider.ToolCallPiece{Index: idx, ID: tc.ID}
 	if c.name == "" && tc.Function.Name != "" {
 		c.name = tc.Function.Name
 		b.size += int64(len(c.name))
 		pieces.WriteString(c.name)
+		piece.Name = c.name
 	}
 	b.size += int64(len(tc.Function.Arguments))
 	if b.over() {
@@ -334,6 +354,10 @@ func (b *turnBuilder) addCall(tc goopenai.ToolCall, pieces *strings.Builder) {
 	}
 	c.args.WriteString(tc.Function.Arguments)
 	pieces.WriteString(tc.Function.Arguments)
+	piece.Arguments = tc.Function.Arguments
+	if piece != (provider.ToolCallPiece{Index: idx}) {
+		b.pieces = append(b.pieces, piece)
+	}
 }
 
 func (b *turnBuilder) response() provider.Response {

@@ -331,7 +331,11 @@ func TestReasoningUnderEveryName(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 				defer cancel()
 				var events []provider.Event
-				resp, err := s.model.Stream(ctx, ask("x"), func(e provider.Event) { events = append(events, e) })
+				resp, err := s.model.Stream(ctx, ask("x"), func(e provider.Event) {
+					if !e.Started {
+						events = append(events, e)
+					}
+				})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -54,6 +54,19 @@ func New(cfg plan.Progress) *Tracker {
 
 // Observe records one failure at stepKey and says what to do about it.
 func (t *Tracker) Observe(stepKey, errText string) Verdict {
+	return t.observe(stepKey, errText, false)
+}
+
+// Repeat records a failure that says only that the step's last failure
+// goes on: a call its tool's open circuit breaker refused. It is a
+// reattempt of the step's last failure, whatever its text (the first
+// failure when the step has none), so a breaker that opens does not hide a
+// step that keeps failing.
+func (t *Tracker) Repeat(stepKey, errText string) Verdict {
+	return t.observe(stepKey, errText, true)
+}
+
+func (t *Tracker) observe(stepKey, errText string, repeat bool) Verdict {
 	if t == nil || t.cfg.MaxReattemptsPerStep <= 0 {
 		return Continue
 	}
@@ -65,9 +78,13 @@ func (t *Tracker) Observe(stepKey, errText string) Verdict {
 		t.steps[stepKey] = &step{lastTokens: tokens, lastError: errText}
 		return Continue
 	}
-	if jaccard(s.lastTokens, tokens) >= t.cfg.SimilarityThreshold {
+	switch {
+	case repeat:
 		s.reattempts++
-	} else {
+		tokens, errText = s.lastTokens, s.lastError
+	case jaccard(s.lastTokens, tokens) >= t.cfg.SimilarityThreshold:
+		s.reattempts++
+	default:
 		s.reattempts = 0
 	}
 	s.lastTokens, s.lastError = tokens, errText

@@ -106,3 +106,29 @@ func TestProgressTrackerConcurrent(t *testing.T) {
 		t.Fatalf("reattempts = %d, want 399", got)
 	}
 }
+
+// A call refused by an open circuit breaker repeats the step's last
+// failure, whatever its text: the breaker opening does not restart the
+// count, and the stuck error names the failure behind it.
+func TestProgressTrackerRepeat(t *testing.T) {
+	tr := New(plan.Progress{MaxReattemptsPerStep: 2, SimilarityThreshold: 0.85, OnLimit: "abort"})
+	if v := tr.Observe("broken", "disk quota exceeded"); v != Continue {
+		t.Fatalf("first failure: %s", v)
+	}
+	if v := tr.Observe("broken", "disk quota exceeded"); v != Continue {
+		t.Fatalf("second failure: %s", v)
+	}
+	if v := tr.Repeat("broken", "circuit open after repeated failures; next probe in 1m0s"); v != Continue {
+		t.Fatalf("a refused call as the third failure: %s", v)
+	}
+	if v := tr.Repeat("broken", "circuit open after repeated failures; next probe in 59.9s"); v != Abort {
+		t.Fatalf("a refused call over the limit: %s, want abort", v)
+	}
+	if st := tr.Stuck("broken"); st.LastError != "disk quota exceeded" || st.Reattempts != 3 {
+		t.Errorf("stuck %+v, want the failure behind the breaker and 3 reattempts", st)
+	}
+	// With nothing before it, a refusal is a first failure.
+	if v := tr.Repeat("other", "circuit open"); v != Continue {
+		t.Errorf("a first refusal: %s", v)
+	}
+}
