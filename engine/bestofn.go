@@ -1,14 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -65,10 +62,6 @@ var ErrNoEligibleCandidate = bestofn.ErrNoEligibleCandidate
 
 // ErrUnknownBestOfN is returned for a best_of_n block the plan does not have.
 var ErrUnknownBestOfN = errors.New("unknown best_of_n block")
-
-// commandScorerTimeout bounds one run of a command scorer, inside the
-// block's own timeout: the plan's command block has no timeout of its own.
-const commandScorerTimeout = 60 * time.Second
 
 // maxScorerOutput caps what a command scorer may print.
 const maxScorerOutput = 64 << 10
@@ -203,6 +196,12 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			return e.generateCandidate(ctx, r, exprs, bon, agentBudget, i, cro)
 		}
 		b.Score = func(ctx context.Context, c *Candidate) bestofn.Score {
+			if bon.Scorer.Kind == "command" {
+				// Its call is journalled in this run, as the selector's.
+				if err := waitOpen(); err != nil {
+					return bestofn.Score{Stop: err}
+				}
+			}
 			return e.scoreCandidate(ctx, r, exprs, bon, input, c)
 		}
 		b.Key = func(c *Candidate) (string, error) { return bestofn.Key(exprs, bon, c) }
@@ -420,7 +419,7 @@ func (e *Engine) scoreCandidate(ctx context.Context, parent *run, exprs *eval.Ev
 		}
 		return bestofn.ScoreFromValue(v)
 	case "command":
-		return e.commandScore(ctx, bon, input, c)
+		return e.commandScore(ctx, parent, bon, input, c)
 	}
 	// No scorer (a plan written by hand): every candidate that answered counts alike.
 	return bestofn.Score{Score: 1, Accepted: true}
@@ -475,94 +474,38 @@ func (e *Engine) judgeCandidate(ctx context.Context, parent *run, bon *plan.Best
 	return s
 }
 
-// commandScore runs a command scorer: the candidate as JSON on stdin
-// ({"index", "task", "content", "usage", "elapsed"}), a score on stdout (a
-// number, or {"score", "accepted", "rationale"}). No shell; the environment
-// is the block's env plus PATH; the process group is killed on timeout.
-func (e *Engine) commandScore(ctx context.Context, bon *plan.BestOfN, input string, c *Candidate) bestofn.Score {
-	spec := bon.Scorer.Command
-	if spec == nil || len(spec.Argv) == 0 {
-		return bestofn.Score{Err: errors.New("command scorer has no argv")}
+// commandScore runs a command scorer for one candidate: a tool call of the
+// tool named after the block with ".scorer" (best_of_n.answer.scorer),
+// gated, counted and journalled in the parent run as the command selector
+// is (callBlockTool), with the candidate as its arguments and on its stdin
+// ({"index", "task", "content", "usage", "elapsed"}); on stdout a score (a
+// number, or {"score", "accepted", "rationale"}). A denial stops the whole
+// block (policy_denial), as it would for the selector; any other failure
+// fails this candidate's scoring.
+func (e *Engine) commandScore(ctx context.Context, r *run, bon *plan.BestOfN, input string, c *Candidate) bestofn.Score {
+	tools, err := e.scorerTools(ctx, bon)
+	if err != nil {
+		return bestofn.Score{Err: err}
 	}
-	argv := make([]string, len(spec.Argv))
-	for i, a := range spec.Argv {
-		v, err := eval.String(a, e.opts.LookupEnv)
-		if err != nil {
-			return bestofn.Score{Err: fmt.Errorf("command scorer argv[%d]: %w", i, err)}
-		}
-		if a.Deferred != nil {
-			e.addSecret(v)
-		}
-		argv[i] = v
-	}
-	env := []string{}
-	if p, ok := e.opts.LookupEnv("PATH"); ok {
-		env = append(env, "PATH="+p)
-	}
-	for _, k := range sortedKeys(spec.Env) {
-		v, err := eval.String(spec.Env[k], e.opts.LookupEnv)
-		if err != nil {
-			return bestofn.Score{Err: fmt.Errorf("command scorer env %s: %w", k, err)}
-		}
-		if spec.Env[k].Deferred != nil {
-			e.addSecret(v)
-		}
-		env = append(env, k+"="+v)
-	}
-	stdin, err := json.Marshal(map[string]any{
+	args, err := json.Marshal(map[string]any{
 		"index": c.Index, "task": input, "content": c.Content, "elapsed": c.Elapsed.Seconds(),
 		"usage": map[string]any{"prompt_tokens": c.Usage.PromptTokens, "completion_tokens": c.Usage.CompletionTokens, "total_tokens": c.Usage.TotalTokens, "cost_usd": c.Usage.CostUSD},
 	})
 	if err != nil {
 		return bestofn.Score{Err: err}
 	}
-	cctx, cancel := context.WithTimeout(ctx, commandScorerTimeout)
-	defer cancel()
-	prog := argv[0]
-	base := absDir(e.opts.BaseDir) // absolute, so "./score.sh" never loses its "./" to Join
-	if !filepath.IsAbs(prog) && strings.ContainsRune(prog, filepath.Separator) {
-		prog = filepath.Join(base, prog)
+	name := bon.Address + scorerSuffix
+	res, failed, err := r.callBlockTool(ctx, tools, name, fmt.Sprintf("score-%d", c.Index), args)
+	switch {
+	case err != nil:
+		return bestofn.Score{Stop: err}
+	case failed != nil:
+		return bestofn.Score{Err: fmt.Errorf("command scorer %w", failed)}
+	case res.Truncated:
+		return bestofn.Score{Err: fmt.Errorf("command scorer %s printed more than %d bytes", name, maxScorerOutput)}
 	}
-	cmd := exec.CommandContext(cctx, prog, argv[1:]...)
-	cmd.Dir = base
-	if spec.Dir != "" {
-		cmd.Dir = filepath.Join(base, spec.Dir)
-	}
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stdout, stderr limitedBuffer
-	stdout.max, stderr.max = maxScorerOutput, 4096
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	setProcessGroup(cmd)
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil {
-			return bestofn.Score{Err: fmt.Errorf("command scorer timed out after %s", commandScorerTimeout)}
-		}
-		msg := strings.TrimSpace(stderr.String())
-		if msg != "" {
-			return bestofn.Score{Err: fmt.Errorf("command scorer: %w: %s", err, msg)}
-		}
-		return bestofn.Score{Err: fmt.Errorf("command scorer: %w", err)}
-	}
-	return bestofn.ScoreFromCommand(stdout.String())
+	return bestofn.ScoreFromCommand(res.Content)
 }
-
-// limitedBuffer keeps the first max bytes written and drops the rest, so a
-// chatty scorer cannot exhaust memory.
-type limitedBuffer struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string { return b.buf.String() }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

@@ -257,9 +257,13 @@ best_of_n "answer" {
 	}
 }
 
+// scorerAllowed is bestOfNAgent whose policy also allows the command scorer
+// of best_of_n.answer: running it is a tool call the gate decides.
+var scorerAllowed = strings.Replace(bestOfNAgent, `allow = ["calculator"]`, `allow = ["calculator", "best_of_n.answer.scorer"]`, 1)
+
 func TestBestOfNCommandScorer(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bestOfNAgent + `
+		"main.hcl": scorerAllowed + `
 best_of_n "answer" {
   agent      = agent.solver
   candidates = 2
@@ -679,7 +683,7 @@ best_of_n "answer" {
 
 func TestBestOfNCommandScorerKilledAtTheDeadline(t *testing.T) {
 	p, dir := fixture{
-		"main.hcl": bestOfNAgent + `
+		"main.hcl": scorerAllowed + `
 best_of_n "answer" {
   agent      = agent.solver
   candidates = 1

@@ -49,6 +49,10 @@ type run struct {
 	jw    *journal.Writer
 	tools *agentTools
 	chain *policy.Chain
+	// blockMu lets one of a best_of_n block's own tool calls (its
+	// command scorer's, its selector's) at a time see tools swapped for
+	// its own (callBlockTool).
+	blockMu sync.Mutex
 
 	conv   []provider.Message
 	iter   int

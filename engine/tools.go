@@ -157,11 +157,15 @@ func (e *Engine) planToolNames() []string {
 	for i, t := range e.plan.Tools {
 		out[i] = strings.TrimPrefix(t.Address, "tool.")
 	}
-	// A command selector runs as a tool named after its block: a server's
-	// tool of that name must not pass for it in a policy.
+	// A command selector runs as a tool named after its block, a command
+	// scorer as one named after it with ".scorer": a server's tool of such
+	// a name must not pass for them in a policy.
 	for _, b := range e.plan.BestOfN {
 		if b.Selector.Kind == "command" {
 			out = append(out, b.Address)
+		}
+		if b.Scorer.Kind == "command" {
+			out = append(out, b.Address+scorerSuffix)
 		}
 	}
 	return out

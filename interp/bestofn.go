@@ -76,9 +76,23 @@ func (c *compiler) buildBestOfN(b *lang.Block) plan.BestOfN {
 			kinds = append(kinds, "expr")
 			n.Scorer = plan.Scorer{Kind: "expr", Expr: c.deferred(a.Expr, "scorer expr", candidateVars...)}
 		}
+		// Read effect and timeout whatever the method, so a value of the
+		// wrong type is reported; keep them only for a command scorer.
+		effect := c.enum(sb, "effect", plan.DefaultEffect, effects...)
+		timeout := c.duration(sb, "timeout", plan.DefaultScorerTimeout)
 		if cb := sb.One("command"); cb != nil {
 			kinds = append(kinds, "command")
-			n.Scorer = plan.Scorer{Kind: "command", Command: c.buildCommand(cb)}
+			if a := sb.Attrs["timeout"]; a != nil && timeout <= 0 {
+				c.errorf(a.Expr.Range().Ptr(), "Invalid value", "timeout must be more than 0; leave it out for the default, %s.", plan.DefaultScorerTimeout)
+				timeout = plan.DefaultScorerTimeout
+			}
+			n.Scorer = plan.Scorer{Kind: "command", Command: c.buildCommand(cb), Effect: effect, Timeout: timeout}
+		} else {
+			for _, name := range []string{"effect", "timeout"} {
+				if a := sb.Attrs[name]; a != nil {
+					c.errorf(a.NameRange.Ptr(), "Setting of a command scorer", "%s belongs to a scorer with a command block; a judge or an expr runs no process.", name)
+				}
+			}
 		}
 		if len(kinds) != 1 {
 			c.errorf(sb.DefRange.Ptr(), "Scorer needs exactly one method", "A scorer needs exactly one of judge, expr and a command block; this one has %d.", len(kinds))

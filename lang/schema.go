@@ -115,7 +115,7 @@ func TopLevel() map[string]*Schema {
 				"vary": {Open: true}, // each attribute is a deferred expression
 				"estimate": {Attrs: []string{"model_calls_per_candidate", "total_tokens_per_candidate", "cost_usd_per_candidate",
 					"scorer_model_calls_per_candidate", "scorer_total_tokens_per_candidate", "scorer_cost_usd_per_candidate"}},
-				"scorer":   {Attrs: []string{"judge", "expr"}, Blocks: map[string]*Schema{"command": commandSchema()}},
+				"scorer":   {Attrs: []string{"judge", "expr", "effect", "timeout"}, Blocks: map[string]*Schema{"command": commandSchema()}},
 				"selector": {Attrs: []string{"kind", "key", "effect", "timeout"}, Blocks: map[string]*Schema{"command": commandSchema()}},
 			}},
 	}

@@ -336,6 +336,11 @@ func DefaultBestOfN() BestOfN {
 // too). Its effect defaults to DefaultEffect, as a tool's does.
 const DefaultSelectorTimeout = DefaultToolTimeout
 
+// DefaultScorerTimeout bounds one run of a command scorer that sets no
+// timeout (the agent's loop.tool_timeout bounds it too). Its effect
+// defaults to DefaultEffect, as a tool's does.
+const DefaultScorerTimeout = Duration(60 * time.Second)
+
 // DefaultVoteKey is the key of a majority_vote selector that sets none:
 // answers that differ only in surrounding space agree.
 const DefaultVoteKey = "trimspace(candidate.content)"

@@ -461,11 +461,17 @@ type Estimate struct {
 }
 
 // Scorer scores one candidate. Exactly one of Judge, Expr and Command is set, matching Kind.
+// A command scorer is a process, given the candidate as JSON on stdin, that
+// prints its score; it runs as a tool call named after the block with
+// ".scorer" ("best_of_n.answer.scorer"), with Effect, gated by the agent's
+// policies (docs/reasoning.md#scorers).
 type Scorer struct {
 	Kind    string       `json:"kind"`            // judge | expr | command
 	Judge   string       `json:"judge,omitempty"` // agent address
 	Expr    *Expr        `json:"expr,omitempty"`
 	Command *CommandExec `json:"command,omitempty"`
+	Effect  string       `json:"effect,omitempty"`  // a command scorer's: none | read | write | destructive
+	Timeout Duration     `json:"timeout,omitempty"` // a command scorer's
 }
 
 // Selector picks the candidate from the eligible ones. A command selector

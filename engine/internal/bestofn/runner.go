@@ -24,7 +24,8 @@ type Generation struct {
 	Status Status
 	Err    error
 	// Stop, when set, stops the whole best-of-N run: the shared budget is
-	// exhausted (per Wuwe, one exhausted aggregate limit ends every candidate).
+	// exhausted (per Wuwe, one exhausted aggregate limit ends every
+	// candidate), or the gate denied the block's command scorer.
 	Stop error
 }
 
@@ -100,14 +101,15 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 	var (
 		mu      sync.Mutex // guards stop and the journal calls
 		stop    error
+		stopped Status // what a candidate the stop interrupted ends as
 		wg      sync.WaitGroup
 		started = make([]bool, n)
 	)
-	setStop := func(err error) {
+	setStop := func(err error, st Status) {
 		mu.Lock()
 		defer mu.Unlock()
 		if stop == nil {
-			stop = err
+			stop, stopped = err, st
 			stopAll(err)
 		}
 	}
@@ -142,7 +144,7 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 		defer mu.Unlock()
 		switch {
 		case stop != nil:
-			return BudgetExceeded
+			return stopped
 		case parent.Err() != nil:
 			return Cancelled
 		}
@@ -232,7 +234,7 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 
 // runCandidate generates one candidate, scores it and computes its vote
 // key, leaving its final status in c.
-func (b *Runner[O]) runCandidate(ctx context.Context, c *Candidate, record func(string, any), setStop func(error), interrupted func() Status) {
+func (b *Runner[O]) runCandidate(ctx context.Context, c *Candidate, record func(string, any), setStop func(error, Status), interrupted func() Status) {
 	start := b.Now()
 	defer func() {
 		c.Elapsed = b.Now().Sub(start)
@@ -252,7 +254,7 @@ func (b *Runner[O]) runCandidate(ctx context.Context, c *Candidate, record func(
 	g := b.Generate(ctx, c.Index, ro)
 	c.Content, c.Usage, c.Termination, c.Iterations = g.Content, g.Usage, g.Termination, g.Iterations
 	if g.Stop != nil {
-		setStop(g.Stop)
+		setStop(g.Stop, BudgetExceeded)
 		c.Status, c.Error = BudgetExceeded, g.Stop
 		return
 	}
@@ -273,8 +275,15 @@ func (b *Runner[O]) runCandidate(ctx context.Context, c *Candidate, record func(
 	}
 	switch {
 	case s.Stop != nil:
-		setStop(s.Stop)
-		c.Status, c.Error = BudgetExceeded, s.Stop
+		// A scorer stops the block when the budget runs out, or when the
+		// gate denies its command: then the others were cancelled.
+		if isBudget(s.Stop) {
+			setStop(s.Stop, BudgetExceeded)
+			c.Status, c.Error = BudgetExceeded, s.Stop
+		} else {
+			setStop(s.Stop, Cancelled)
+			c.Status, c.Error = ScoringFailed, s.Stop
+		}
 		return
 	case ctx.Err() != nil:
 		c.Status, c.Error = interrupted(), context.Cause(ctx)
@@ -302,4 +311,12 @@ func (b *Runner[O]) runCandidate(ctx context.Context, c *Candidate, record func(
 	default:
 		c.Status = Eligible
 	}
+}
+
+// isBudget reports whether a stop is the shared budget's: a limit reached or
+// usage that cannot be counted. Anything else that stops the block (a
+// command scorer the gate denied, the journal failing) is not.
+func isBudget(err error) bool {
+	var ex *budget.Exceeded
+	return errors.As(err, &ex) || errors.Is(err, budget.ErrInvalidUsage) || errors.Is(err, budget.ErrUnpriced)
 }

@@ -29,7 +29,9 @@ const (
 	// SideEffectBlocked: the candidate proposed an action its
 	// side_effects mode forbids (any tool call under isolate, a write under read_only).
 	SideEffectBlocked Status = "side_effect_blocked"
-	// Cancelled: the caller cancelled the run while this candidate was in flight.
+	// Cancelled: the caller cancelled the run while this candidate was in
+	// flight, or something other than the budget stopped the block (the
+	// gate denied its command scorer).
 	Cancelled Status = "cancelled"
 	// TimedOut: the best-of-N deadline passed while this candidate was in flight.
 	TimedOut Status = "timed_out"
