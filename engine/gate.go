@@ -33,6 +33,18 @@ type gated struct {
 // the tool requires approval. It never returns an error: anything that goes
 // wrong is a refusal (fail closed).
 func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
+	if r.e.inst.tracer == nil && !r.e.inst.metrics && r.e.inst.decisions == nil {
+		return r.decide(ctx, a)
+	}
+	began := time.Now()
+	ctx, span := r.startGate(ctx, a)
+	g := r.decide(ctx, a)
+	r.endGate(span, g, time.Since(began))
+	return g
+}
+
+// decide is gateAction's decision, without its span.
+func (r *run) decide(ctx context.Context, a policy.Action) gated {
 	raw := a.Arguments
 	if note, kind, ok := r.precheck(&a); !ok {
 		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}

@@ -58,6 +58,9 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		Sleep:     e.opts.Sleep,
 	}
 	opts.ResolveURL = e.resolveURL
+	if e.inst.tracer != nil || e.inst.metrics {
+		opts.Observe = e.observeTool
+	}
 	opts.Reserved = e.planToolNames()
 	if addr := e.knowledgeOf(a, tools); addr != "" {
 		store, err := e.knowledgeStore(addr)

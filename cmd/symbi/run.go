@@ -29,6 +29,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		agent, bestOf, inputFile, stateDir string
 		jsonOut                            bool
+		obs                                observeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PATH] [INPUT]",
@@ -83,7 +84,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 			if !haveInput {
 				return exitWith(exitInvalid, "no input: give it as the second argument, with --input-file, on standard input, or as the default of a variable \"input\"")
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path)})
+			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path), observe: obs})
 		},
 	}
 	addVarFlags(cmd)
@@ -92,6 +93,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 	cmd.Flags().StringVar(&inputFile, "input-file", "", "read the input from this file")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
+	obs.add(cmd, false)
 	return cmd
 }
 
@@ -130,6 +132,7 @@ type runRequest struct {
 	agent, bestOf, input, stateDir string
 	json                           bool
 	protected                      []string // files of the run besides the plan's own (engine.Options.Protected)
+	observe                        observeFlags
 }
 
 // runSources are the files a run was made from that its plan does not list:
@@ -161,14 +164,30 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	if stateDir == "" {
 		stateDir = engine.DefaultStateDir(p, baseDir)
 	}
-	e, err := engine.New(p, engine.Options{
+	obs, err := observe(ctx, p, baseDir, req.observe, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := obs.close(); cerr != nil {
+			if err == nil {
+				err = exitWith(exitFailure, "%v", cerr)
+			} else {
+				fmt.Fprintf(stderr, "error: %v\n", cerr)
+			}
+		}
+	}()
+	ctx = obs.join(ctx)
+	opts := engine.Options{
 		BaseDir:   baseDir,
 		StateDir:  stateDir,
 		Protected: req.protected,
 		LookupEnv: os.LookupEnv,
 		OnEvent:   out.event,
 		Approver:  newApprover(cmd, stateDir),
-	})
+	}
+	obs.apply(&opts)
+	e, err := engine.New(p, opts)
 	if err != nil {
 		return exitWith(exitInvalid, "%v", err)
 	}
@@ -423,11 +442,15 @@ func (p *runPrinter) summary(res *engine.Result) {
 		p.spin.stop()
 	}
 	if p.json {
-		jsonLine(p.stdout, map[string]any{
+		line := map[string]any{
 			"event": "summary", "run": res.RunID, "agent": res.Agent, "answer": res.Answer,
 			"termination": res.Termination, "iterations": res.Iterations, "usage": res.Usage,
 			"elapsed_ms": res.Elapsed.Milliseconds(),
-		})
+		}
+		if res.TraceID != "" {
+			line["trace_id"] = res.TraceID
+		}
+		jsonLine(p.stdout, line)
 		return
 	}
 	p.endLine()
@@ -437,9 +460,13 @@ func (p *runPrinter) summary(res *engine.Result) {
 		// `symbi runs` and `resume` look in ./.symbi unless told otherwise.
 		where = " (--state-dir " + p.stateDir + ")"
 	}
-	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s%s\n",
+	trace := ""
+	if res.TraceID != "" {
+		trace = " · trace " + res.TraceID
+	}
+	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s%s%s\n",
 		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD,
-		res.Elapsed.Round(1e6), res.RunID, where)
+		res.Elapsed.Round(1e6), res.RunID, where, trace)
 }
 
 func plural(n int) string {

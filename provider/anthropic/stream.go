@@ -250,6 +250,8 @@ type turnBuilder struct {
 	usage   provider.Usage
 	known   bool // usage was reported
 	err     error
+	// id and model are the message's, as message_start names them.
+	id, model string
 
 	max  int64 // max_response_bytes
 	size int64 // bytes of text, thinking, signatures and calls so far
@@ -277,6 +279,7 @@ func (b *turnBuilder) overError() error {
 func (b *turnBuilder) add(ev sdk.MessageStreamEventUnion) provider.Event {
 	switch ev.Type {
 	case "message_start":
+		b.id, b.model = ev.Message.ID, string(ev.Message.Model)
 		if ev.Message.JSON.Usage.Valid() {
 			u := ev.Message.Usage
 			b.setUsage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
@@ -370,6 +373,7 @@ func (b *turnBuilder) setUsage(input, cacheWrite, cacheRead, output int64) {
 
 // plain builds the turn from a whole (non-streamed) message.
 func (b *turnBuilder) plain(msg *sdk.Message) {
+	b.id, b.model = msg.ID, string(msg.Model)
 	for _, cb := range msg.Content {
 		blk := &block{typ: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature, data: cb.Data}
 		b.blocks = append(b.blocks, blk)
@@ -391,7 +395,7 @@ func (b *turnBuilder) plain(msg *sdk.Message) {
 }
 
 func (b *turnBuilder) response() provider.Response {
-	resp := provider.Response{FinishReason: b.stop, Usage: b.usage, UsageKnown: b.known}
+	resp := provider.Response{FinishReason: b.stop, Usage: b.usage, UsageKnown: b.known, ID: b.id, Model: b.model}
 	var content, reasoning strings.Builder
 	for _, blk := range b.blocks {
 		switch blk.typ {
