@@ -94,7 +94,7 @@ const (
 
 // The span events.
 const (
-	eventPolicyDecision = "symbi.policy.decision"      // one policy's decision in a gate
+	eventPolicyDecision = "symbi.policy.decision"       // one policy's decision in a gate
 	eventBreaker        = "symbi.circuit_breaker.state" // a tool's breaker changed state
 	eventRecovery       = "symbi.recovery"              // one strategy of a recovery chain
 	eventSelected       = "symbi.best_of_n.selected"    // the candidate best-of-N chose

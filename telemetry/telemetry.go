@@ -381,4 +381,3 @@ func (t *Telemetry) shutdownNow() {
 		t.server.Close()
 	}
 }
-

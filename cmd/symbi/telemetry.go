@@ -121,4 +121,3 @@ func (o *observation) close() error {
 	}
 	return nil
 }
-
