@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -42,6 +43,9 @@ type Options struct {
 	// reproducible in tests; nil uses the clock and crypto/rand.
 	Now  func() time.Time
 	Rand io.Reader
+	// Engine, when set, adjusts the options of every engine the session
+	// builds (the command line's telemetry and decision log).
+	Engine func(*engine.Options)
 }
 
 // Session is one REPL session: the loaded configuration and, while :step
