@@ -119,18 +119,24 @@ var thirdParty = []struct {
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "cmd/symbi"},
 		[]string{"plan", "seal", "provider", "budget", "routing", "knowledge"}},
-	// The OpenTelemetry SDK, its exporters (gRPC among them) and Prometheus
-	// are set up by telemetry alone; the engine emits through the API
+	// The OpenTelemetry SDK and its console exporters are set up by
+	// telemetry alone; the engine emits through the API
 	// (go.opentelemetry.io/otel/trace and metric), and builtins and the
-	// providers only pass the trace context on.
+	// providers only pass the trace context on. gRPC and the Prometheus
+	// client reach nothing of symbi, cmd/symbi included: grpc links
+	// golang.org/x/net/trace, whose templates keep the linker from dropping
+	// unused methods anywhere in the binary (+26 MB), and the Prometheus
+	// client's package init is most of what telemetry would add to start-up
+	// (docs/benchmarks.md). telemetry speaks OTLP over http/protobuf and gRPC
+	// with net/http, and writes Prometheus's text format itself.
 	{"go.opentelemetry.io/otel/sdk", []string{"telemetry"},
 		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
 	{"go.opentelemetry.io/otel/exporters", []string{"telemetry"},
 		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
 	{"google.golang.org/grpc", nil,
-		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
-	{"github.com/prometheus/client_golang", []string{"telemetry"},
-		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+		append([]string{"cmd/symbi", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+	{"github.com/prometheus/client_golang", nil,
+		append([]string{"cmd/symbi", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
 	// Terminal IO and flags belong to the command line alone.
 	{"github.com/spf13/cobra", []string{"cmd/symbi"}, nil},
 	{"github.com/ergochat/readline", []string{"cmd/symbi"}, nil},

@@ -347,4 +347,3 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
-

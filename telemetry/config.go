@@ -66,6 +66,8 @@ type Signal struct {
 	Headers map[string]string
 	// Timeout bounds one export (OTEL_EXPORTER_OTLP_TIMEOUT).
 	Timeout time.Duration
+	// Compression is "gzip" or "" (OTEL_EXPORTER_OTLP_COMPRESSION).
+	Compression string
 }
 
 // On reports whether the signal is exported anywhere.
@@ -200,6 +202,13 @@ func Configure(t *plan.Telemetry, lookup func(string) (string, bool)) (Config, e
 			}
 		}
 		s.Timeout = timeout
+		switch c := pick("OTEL_EXPORTER_OTLP_"+upper+"_COMPRESSION", pick("OTEL_EXPORTER_OTLP_COMPRESSION", "none")); c {
+		case "gzip":
+			s.Compression = c
+		case "none":
+		default:
+			errs = append(errs, fmt.Errorf("OTLP compression %q: gzip or none", c))
+		}
 		return s
 	}
 	cfg.Traces = signal("traces", "OTEL_TRACES_EXPORTER", block.TracesExporter, "/v1/traces")

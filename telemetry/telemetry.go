@@ -5,26 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -206,41 +196,20 @@ func sampler(cfg Config) sdktrace.Sampler {
 	return sdktrace.ParentBased(sdktrace.AlwaysSample())
 }
 
-// noRetry: a failed export is not sent again. The batch queue goes on
-// filling while an export waits, and a retry would hold a dead
-// collector's spans for a minute of backoff; the next batch tries anew.
-var noRetryTrace = otlptracehttp.RetryConfig{Enabled: false}
-
 func (t *Telemetry) spanExporter(ctx context.Context, name string) (sdktrace.SpanExporter, error) {
 	s := t.cfg.Traces
 	switch name {
 	case Console:
 		return stdouttrace.New(stdouttrace.WithWriter(t.opts.Stderr))
 	case OTLP:
-		var client otlptrace.Client
-		if s.Protocol == GRPC {
-			o := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(s.Endpoint), otlptracegrpc.WithTimeout(s.Timeout),
-				otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false})}
-			if len(s.Headers) > 0 {
-				o = append(o, otlptracegrpc.WithHeaders(s.Headers))
-			}
-			client = otlptracegrpc.NewClient(o...)
-		} else {
-			o := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(s.Endpoint), otlptracehttp.WithTimeout(s.Timeout),
-				otlptracehttp.WithRetry(noRetryTrace)}
-			if len(s.Headers) > 0 {
-				o = append(o, otlptracehttp.WithHeaders(s.Headers))
-			}
-			client = otlptracehttp.NewClient(o...)
-		}
-		exp, err := otlptrace.New(ctx, client)
+		c, err := newOTLPClient(s, grpcTraceMethod, s.Compression)
 		if err != nil {
-			return nil, fmt.Errorf("the OTLP trace exporter for %s: %w", s.Endpoint, err)
+			return nil, err
 		}
-		t.probes = append(t.probes, startProbe("trace", s.Endpoint, s.Timeout, func(ctx context.Context) error {
-			return client.UploadTraces(ctx, nil)
+		t.probes = append(t.probes, startProbe("trace", c.url, s.Timeout, func(ctx context.Context) error {
+			return c.export(ctx, nil) // an empty Export request
 		}))
-		return exp, nil
+		return &spanExporter{c: c}, nil
 	}
 	return nil, fmt.Errorf("unknown trace exporter %q", name)
 }
@@ -257,52 +226,16 @@ func (t *Telemetry) metricReader(ctx context.Context, name string) (sdkmetric.Re
 	case Prometheus:
 		return nil, errors.New("OTEL_METRICS_EXPORTER=prometheus: serve the metrics with --metrics-addr HOST:PORT")
 	case OTLP:
-		var exp sdkmetric.Exporter
-		var err error
-		if s.Protocol == GRPC {
-			o := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(s.Endpoint), otlpmetricgrpc.WithTimeout(s.Timeout),
-				otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false})}
-			if len(s.Headers) > 0 {
-				o = append(o, otlpmetricgrpc.WithHeaders(s.Headers))
-			}
-			exp, err = otlpmetricgrpc.New(ctx, o...)
-		} else {
-			o := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(s.Endpoint), otlpmetrichttp.WithTimeout(s.Timeout),
-				otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false})}
-			if len(s.Headers) > 0 {
-				o = append(o, otlpmetrichttp.WithHeaders(s.Headers))
-			}
-			exp, err = otlpmetrichttp.New(ctx, o...)
-		}
+		c, err := newOTLPClient(s, grpcMetricMethod, s.Compression)
 		if err != nil {
-			return nil, fmt.Errorf("the OTLP metric exporter for %s: %w", s.Endpoint, err)
+			return nil, err
 		}
-		t.probes = append(t.probes, startProbe("metric", s.Endpoint, s.Timeout, func(ctx context.Context) error {
-			return exp.Export(ctx, &metricdata.ResourceMetrics{})
+		t.probes = append(t.probes, startProbe("metric", c.url, s.Timeout, func(ctx context.Context) error {
+			return c.export(ctx, nil)
 		}))
-		return sdkmetric.NewPeriodicReader(exp), nil
+		return sdkmetric.NewPeriodicReader(&metricExporter{c: c}), nil
 	}
 	return nil, fmt.Errorf("unknown metric exporter %q", name)
-}
-
-// serveMetrics listens on addr and serves the metrics in Prometheus's
-// text format at /metrics, from a registry of its own.
-func (t *Telemetry) serveMetrics(addr string) (sdkmetric.Reader, error) {
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	t.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
-	go t.server.Serve(ln)
-	return exp, nil
 }
 
 // Shutdown exports what is left and stops everything, within ctx. An
