@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -128,6 +129,11 @@ type instruments struct {
 	budgetExhausted metric.Int64Counter
 	runDuration     metric.Float64Histogram
 
+	// sets caches the attribute sets of the metrics' measurements, which
+	// repeat (a gate's engine and outcome, a tool and its outcome): a set
+	// is sorted and hashed once, not per measurement.
+	sets *measureSets
+
 	decisions *decisionlog.Writer
 	// process labels every decision log line (OPA's labels.id).
 	process string
@@ -142,6 +148,7 @@ func newInstruments(o Options) instruments {
 	if o.Meter != nil {
 		m := o.Meter.Meter(instrumentationName)
 		in.metrics = true
+		in.sets = &measureSets{m: map[setKey]metric.MeasurementOption{}}
 		// The GenAI conventions' bucket boundaries.
 		in.tokenUsage, _ = m.Int64Histogram(metricTokenUsage, metric.WithUnit("{token}"),
 			metric.WithDescription("Number of input and output tokens used"),
@@ -218,10 +225,9 @@ func (r *run) traceID() string {
 func (r *run) endSpan(t Termination, usage budget.Amount, elapsed time.Duration) {
 	in := &r.e.inst
 	if in.metrics {
-		attrs := metric.WithAttributes(attrAgentName.String(r.name), attrTermination.String(string(t.Reason)))
-		in.runDuration.Record(context.Background(), elapsed.Seconds(), attrs)
+		in.runDuration.Record(context.Background(), elapsed.Seconds(), in.sets.get(setKeys{attrAgentName, attrTermination}, setValues{r.name, string(t.Reason)}))
 		if t.Limit != "" && (t.Reason == BudgetExceeded || t.Reason == MaxIterations || t.Reason == TimedOut) {
-			in.budgetExhausted.Add(context.Background(), 1, metric.WithAttributes(attrBudgetLimit.String(t.Limit)))
+			in.budgetExhausted.Add(context.Background(), 1, in.sets.get(setKeys{attrBudgetLimit}, setValues{t.Limit}))
 		}
 	}
 	if r.span == nil {
@@ -278,18 +284,15 @@ func (r *run) startChat(ctx context.Context, spec *plan.Model, req provider.Requ
 func (r *run) endChat(span trace.Span, spec *plan.Model, resp provider.Response, err error, elapsed time.Duration) {
 	in := &r.e.inst
 	if in.metrics {
-		base := []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(spec.Provider), attrRequestModel.String(modelName(spec))}
-		if resp.Model != "" {
-			base = append(base, attrResponseModel.String(resp.Model))
-		}
-		d := base
+		model := modelName(spec)
+		errType := ""
 		if err != nil {
-			d = append(d[:len(d):len(d)], attrErrorType.String(errorType(err)))
+			errType = errorType(err)
 		}
-		in.opDuration.Record(context.Background(), elapsed.Seconds(), metric.WithAttributes(d...))
+		in.opDuration.Record(context.Background(), elapsed.Seconds(), in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrErrorType, attrOperation}, setValues{spec.Provider, model, resp.Model, errType, "chat"}))
 		if err == nil && resp.UsageKnown {
-			in.tokenUsage.Record(context.Background(), resp.Usage.PromptTokens, metric.WithAttributes(append(base[:len(base):len(base)], attrTokenType.String("input"))...))
-			in.tokenUsage.Record(context.Background(), resp.Usage.CompletionTokens, metric.WithAttributes(append(base[:len(base):len(base)], attrTokenType.String("output"))...))
+			in.tokenUsage.Record(context.Background(), resp.Usage.PromptTokens, in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrTokenType, attrOperation}, setValues{spec.Provider, model, resp.Model, "input", "chat"}))
+			in.tokenUsage.Record(context.Background(), resp.Usage.CompletionTokens, in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrTokenType, attrOperation}, setValues{spec.Provider, model, resp.Model, "output", "chat"}))
 		}
 	}
 	if span == nil {
@@ -431,7 +434,7 @@ func (r *run) endGate(span trace.Span, g gated, elapsed time.Duration) {
 		d.Outcome = policy.Deny
 	}
 	if in.metrics {
-		in.gateDecisions.Add(context.Background(), 1, metric.WithAttributes(attrGateEngine.String(d.Engine), attrGateDecision.String(string(d.Outcome))))
+		in.gateDecisions.Add(context.Background(), 1, in.sets.get(setKeys{attrGateEngine, attrGateDecision}, setValues{d.Engine, string(d.Outcome)}))
 	}
 	if in.decisions != nil {
 		r.logDecisions(span, g, elapsed)
@@ -448,7 +451,12 @@ func (r *run) endGate(span trace.Span, g gated, elapsed time.Duration) {
 	if d.Policy != "" {
 		span.SetAttributes(attrGatePolicy.String(d.Policy))
 	}
+	// One policy's decision is the span's own; the events say what each
+	// policy of a longer chain decided.
 	for _, t := range g.trail {
+		if len(g.trail) == 1 && t.Policy == d.Policy && t.Outcome == d.Outcome {
+			break
+		}
 		span.AddEvent(eventPolicyDecision, trace.WithAttributes(
 			attrGatePolicy.String(t.Policy),
 			attrGateEngine.String(t.Engine),
@@ -570,7 +578,7 @@ func (e *Engine) observeTool(ctx context.Context, c builtins.Call) (context.Cont
 			outcome = string(builtins.KindOf(end.Err))
 		}
 		if in.metrics {
-			in.toolCalls.Add(context.Background(), 1, metric.WithAttributes(attrToolName.String(c.Tool), attrToolOutcome.String(outcome)))
+			in.toolCalls.Add(context.Background(), 1, in.sets.get(setKeys{attrToolName, attrToolOutcome}, setValues{c.Tool, outcome}))
 		}
 		if span == nil {
 			return
@@ -622,4 +630,46 @@ func modelName(m *plan.Model) string {
 		return m.Name
 	}
 	return strings.TrimPrefix(m.Address, "model.")
+}
+
+// measureSets caches measurement options by their attributes' values.
+type measureSets struct {
+	mu sync.RWMutex
+	m  map[setKey]metric.MeasurementOption
+}
+
+// setKeys and setValues are the attributes of one measurement: at most
+// five.
+type (
+	setKeys   [5]attribute.Key
+	setValues [5]string
+	setKey    struct {
+		k setKeys
+		v setValues
+	}
+)
+
+// get is the measurement option of the attributes keys=values; an empty
+// value leaves its attribute out.
+func (s *measureSets) get(keys setKeys, vals setValues) metric.MeasurementOption {
+	key := setKey{keys, vals}
+	s.mu.RLock()
+	opt, ok := s.m[key]
+	s.mu.RUnlock()
+	if ok {
+		return opt
+	}
+	attrs := make([]attribute.KeyValue, 0, len(keys))
+	for i, k := range keys {
+		if k != "" && vals[i] != "" {
+			attrs = append(attrs, k.String(vals[i]))
+		}
+	}
+	opt = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	s.mu.Lock()
+	if len(s.m) < 4096 { // bounded: tool names come from MCP servers
+		s.m[key] = opt
+	}
+	s.mu.Unlock()
+	return opt
 }
