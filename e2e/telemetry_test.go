@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -423,4 +425,75 @@ func TestTelemetryDeadCollector(t *testing.T) {
 		}
 		t.Logf("%s: run %.0fms, process %v; without telemetry %.0fms, %v", c.name, ms, r.elapsed.Round(time.Millisecond), offMS, off.elapsed.Round(time.Millisecond))
 	}
+}
+
+// TestReplMetricsEndpoint: a REPL session started with --metrics-addr
+// serves the metrics of the runs it makes, in Prometheus's text format,
+// while it runs.
+func TestReplMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t, "telemetry")
+	port := freePorts(t, 1)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, symbiBin, "repl", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), ".")
+	cmd.Dir = dir
+	cmd.Env = cleanEnv()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+	}()
+	io.WriteString(stdin, ":run agent.assistant \"go\"\n")
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), "refused") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer from :run\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`symbi_gate_decisions_total{symbi_gate_decision="deny",symbi_gate_engine="rules"} 1`,
+		`symbi_gate_decisions_total{symbi_gate_decision="allow",symbi_gate_engine="rules"} 2`,
+		`symbi_tool_calls_total{gen_ai_tool_name="calculator",symbi_tool_outcome="ok"} 1`,
+		`gen_ai_client_token_usage_bucket{`,
+		`symbi_run_duration_seconds_count{gen_ai_agent_name="assistant",symbi_termination="completed"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics have no %s\n%s", want, body)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
