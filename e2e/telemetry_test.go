@@ -492,3 +492,18 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestRunHelpTeachesTelemetry: `symbi run --help` says how telemetry is
+// turned on (it is off unless configured) and where it is documented.
+func TestRunHelpTeachesTelemetry(t *testing.T) {
+	t.Parallel()
+	r := symbi(t, call{}, "run", "--help")
+	if r.code != 0 {
+		t.Fatalf("run --help failed\n%s", r)
+	}
+	for _, want := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_EXPORTER=console", "TRACEPARENT", "--decision-log", "docs/telemetry.md"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("run --help does not mention %s:\n%s", want, r.stdout)
+		}
+	}
+}

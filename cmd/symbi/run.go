@@ -42,6 +42,13 @@ The answer streams to standard output; tool calls, policy decisions and
 observations go to standard error, with a summary at the end. --json prints
 one JSON event per line on standard output instead.
 
+Telemetry is off unless configured: OTEL_EXPORTER_OTLP_ENDPOINT (or a
+telemetry block in the symbi block) sends the run's traces and metrics to an
+OpenTelemetry collector, OTEL_TRACES_EXPORTER=console prints the spans, and a
+run started with TRACEPARENT in its environment joins that trace. The summary
+names the run's trace id. --decision-log writes every gate decision in OPA's
+decision-log format. See docs/telemetry.md.
+
 Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
 denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 		Args: cobra.MaximumNArgs(2),
