@@ -42,6 +42,8 @@ var allowed = map[string][]string{
 	"stdlib":    nil, // the functions
 	"knowledge": nil,
 	"provider":  nil, // the model interface
+	// Gate decisions in OPA's decision-log format: encoding and appending.
+	"decisionlog": nil,
 
 	// Small shared helpers: the one retry schedule of models and tools, and
 	// the part of hclwrite that fmt and the REPL use (hclwrite links go-cmp).
@@ -68,8 +70,12 @@ var allowed = map[string][]string{
 	// The compiler.
 	"interp": {"budget", "builtins", "lang", "plan", "policy", "stdlib"},
 
+	// OpenTelemetry's SDK and exporters, set up from the plan's telemetry
+	// block and the environment; only the command line starts it.
+	"telemetry": {"plan", "plan/eval"},
+
 	// The runtime: it reads plans, never the compiler (no lang, no interp).
-	"engine": {"budget", "builtins", "convo", "journal", "knowledge", "plan", "plan/eval", "policy",
+	"engine": {"budget", "builtins", "convo", "decisionlog", "journal", "knowledge", "plan", "plan/eval", "policy",
 		"provider", "provider/anthropic", "provider/openai", "provider/scripted", "routing", "seal", "stdlib",
 		"engine/internal/answer", "engine/internal/bestofn", "engine/internal/estimate", "engine/internal/planexec",
 		"engine/internal/prehydrate", "engine/internal/progress", "engine/internal/redact", "engine/internal/reflection"},
@@ -91,7 +97,7 @@ var allowed = map[string][]string{
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "plan", "policy", "provider/cassette", "repl", "symbitest"},
+	"cmd/symbi": {"decisionlog", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
@@ -118,6 +124,24 @@ var thirdParty = []struct {
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "symbitest", "cmd/symbi"},
 		[]string{"plan", "seal", "provider", "budget", "routing", "knowledge"}},
+	// The OpenTelemetry SDK and its console exporters are set up by
+	// telemetry alone; the engine emits through the API
+	// (go.opentelemetry.io/otel/trace and metric), and builtins and the
+	// providers only pass the trace context on. gRPC and the Prometheus
+	// client reach nothing of symbi, cmd/symbi included: grpc links
+	// golang.org/x/net/trace, whose templates keep the linker from dropping
+	// unused methods anywhere in the binary (+26 MB), and the Prometheus
+	// client's package init is most of what telemetry would add to start-up
+	// (docs/benchmarks.md). telemetry speaks OTLP over http/protobuf and gRPC
+	// with net/http, and writes Prometheus's text format itself.
+	{"go.opentelemetry.io/otel/sdk", []string{"telemetry"},
+		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+	{"go.opentelemetry.io/otel/exporters", []string{"telemetry"},
+		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+	{"google.golang.org/grpc", nil,
+		append([]string{"cmd/symbi", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+	{"github.com/prometheus/client_golang", nil,
+		append([]string{"cmd/symbi", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
 	// Terminal IO and flags belong to the command line alone.
 	{"github.com/spf13/cobra", []string{"cmd/symbi"}, nil},
 	{"github.com/ergochat/readline", []string{"cmd/symbi"}, nil},

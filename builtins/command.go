@@ -109,6 +109,9 @@ func (tb *Toolbox) commandRun(c plan.CommandExec) runFunc {
 		if key := idempotencyKeyOf(ctx); key != "" {
 			env = append(env, IdempotencyEnv+"="+key)
 		}
+		for k, v := range traceContext(ctx) {
+			env = append(env, strings.ToUpper(k)+"="+v) // TRACEPARENT, TRACESTATE
+		}
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = dir
 		cmd.Env = env

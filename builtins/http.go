@@ -73,6 +73,9 @@ func (tb *Toolbox) httpRun(h plan.HTTPExec) runFunc {
 			// Before the block's headers: one the author wrote wins.
 			req.Header.Set(IdempotencyHeader, key)
 		}
+		for k, v := range traceContext(ctx) {
+			req.Header.Set(k, v)
+		}
 		for k, v := range h.Headers {
 			val, err := tb.resolve(v)
 			if err != nil {

@@ -332,6 +332,12 @@ func (s *mcpSession) callRun(tool string) runFunc {
 		if key := idempotencyKeyOf(ctx); key != "" {
 			params.Meta = mcp.Meta{IdempotencyMeta: key}
 		}
+		for k, v := range traceContext(ctx) {
+			if params.Meta == nil {
+				params.Meta = mcp.Meta{}
+			}
+			params.Meta[k] = v // traceparent, tracestate: the keys MCP's _meta carries them under
+		}
 		res, err := s.session.CallTool(cctx, params)
 		err = s.scrub(err)
 		if err != nil {

@@ -89,6 +89,13 @@ type Options struct {
 	// tool.read_notes but not its server): their own tools do not join.
 	// A server also passed to NewToolbox as a server joins whole.
 	WrappedServers []plan.MCPServer
+	// Observe, when set, is called as each call of a tool starts (each
+	// attempt: a retry, a fallback, a re-run after an escalation are calls
+	// of their own). The context it returns is the call's, and the tool
+	// sees its trace context (an http tool's traceparent header, a command
+	// tool's TRACEPARENT); end is called once with the outcome. The engine
+	// makes a span of each call.
+	Observe func(ctx context.Context, c Call) (context.Context, func(CallEnd))
 }
 
 // Info describes one tool as the model and the policies see it.
@@ -543,6 +550,9 @@ func (tb *Toolbox) callApproved(ctx context.Context, call policy.Approved, timeo
 	if e, ok := tb.tools[name]; ok && e.keyed {
 		ctx = withIdempotencyKey(ctx, a.CallID)
 	}
+	if tb.opts.Observe != nil {
+		ctx = context.WithValue(ctx, callIDKey{}, a.CallID)
+	}
 	return tb.call(ctx, name, args, timeout)
 }
 
@@ -557,7 +567,7 @@ func toolCallOf(a policy.Action) (string, json.RawMessage, error) {
 	return "", nil, fail(Error, a.Tool, fmt.Errorf("a %s action does not run a tool", a.Type))
 }
 
-func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (Result, error) {
+func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (res Result, err error) {
 	e, err := tb.lookup(name)
 	if err != nil {
 		return Result{}, err
@@ -571,6 +581,21 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 		if err := validateArgs(e.schema, args); err != nil {
 			return Result{}, fail(InvalidArguments, name, err)
 		}
+	}
+	if tb.opts.Observe != nil {
+		var end func(CallEnd)
+		var before BreakerState
+		if e.breaker != nil {
+			before = e.breaker.State()
+		}
+		ctx, end = tb.opts.Observe(ctx, Call{Tool: name, CallID: callIDOf(ctx), Arguments: args, Info: e.info})
+		defer func() {
+			ce := CallEnd{Result: res, Err: err, BreakerBefore: before, BreakerAfter: before}
+			if e.breaker != nil {
+				ce.BreakerAfter = e.breaker.State()
+			}
+			end(ce)
+		}()
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, fail(Error, name, fmt.Errorf("cancelled before it started: %w", err))

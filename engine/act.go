@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
@@ -151,7 +153,9 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 			if ferr := r.flushJournal(); ferr != nil {
 				return nil, ferr
 			}
-			res, err = r.recover(ctx, o)
+			rctx, span := r.e.startStep(ctx, spanRecover+" "+a.Tool, r.id, attrToolName.String(a.Tool), attrToolCallID.String(a.CallID))
+			res, err = r.recover(rctx, o)
+			r.e.endStep(span, err)
 		}
 		data := journal.ToolResultData{CallID: a.CallID, Tool: a.Tool, DurationMS: res.Elapsed.Milliseconds(), Truncated: res.Truncated, OriginalBytes: res.Size, Cached: res.Cached}
 		obs[i] = observation{callID: a.CallID, tool: a.Tool}
@@ -327,6 +331,10 @@ func (r *run) recover(ctx context.Context, o builtins.Outcome) (builtins.Result,
 			return r.escalate(ctx, a, queue, timeout, failure)
 		},
 		Event: func(strategy string, attempt int, err error) {
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				span.AddEvent(eventRecovery, trace.WithAttributes(attrRecoveryStrategy.String(strategy), attrRecoveryAttempt.Int(attempt),
+					attrErrorType.String(string(builtins.KindOf(err)))))
+			}
 			_ = r.record(journal.RecoveryTriggered, journal.RecoveryTriggeredData{
 				CallID: a.CallID, Tool: a.Tool, Strategy: strategy, Attempt: attempt,
 				Error: errString(err), ErrorKind: string(builtins.KindOf(err)),

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/engine/internal/bestofn"
@@ -116,7 +118,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	// slowest thing before the first model call, so it runs alongside the
 	// first candidates: the runner queues their events until the journal
 	// holds the started event. A journal that cannot open stops the run.
-	runCtx, stopRun := context.WithCancel(ctx)
+	runCtx, stopRun := context.WithCancel(r.traced(ctx))
 	defer stopRun()
 	opened := make(chan error, 1)
 	go func() {
@@ -130,6 +132,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 					Agent: r.agent.Address, BestOfN: bon.Address, Mode: r.mode, Input: input,
 					SourceHash: e.plan.SourceHash, Budget: &limits,
 					JournalFormat: journal.FormatVersion, PlanDigest: e.planDigestOf(),
+					TraceID: r.traceID(),
 				},
 				Depth: ro.Depth, Ancestors: ro.Ancestors, BaseDir: absDir(e.opts.BaseDir),
 			})
@@ -228,6 +231,10 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			runErr = o.SelectErr
 		case o.Selected >= 0:
 			out.Selected = &out.Candidates[o.Selected]
+			if r.span != nil {
+				r.span.AddEvent(eventSelected, trace.WithAttributes(attrCandidateIndex.Int(o.Selected), attrCandidateScore.Float64(out.Selected.Score)))
+				r.span.SetAttributes(attrSelected.Int(o.Selected))
+			}
 			// Candidates run quietly; the selected answer is the one shown.
 			r.emitDelta(out.Selected.Content)
 			r.complete(out.Selected.Content)
@@ -327,7 +334,19 @@ func (e *Engine) varyOptions(exprs *eval.Evaluator, bon *plan.BestOfN, index int
 // nothing, under its own accountant funded by the aggregate (parent.acct):
 // its agent's budget, each limit lowered to what the aggregate has left that
 // other stages do not hold.
-func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, own plan.Budget, index int, ro RunOptions) bestofn.Generation {
+func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, own plan.Budget, index int, ro RunOptions) (g bestofn.Generation) {
+	ctx, span := e.startStep(ctx, spanCandidate+" "+strconv.Itoa(index), parent.id, attrCandidateIndex.Int(index))
+	defer func() {
+		err := g.Err
+		if err == nil {
+			err = g.Stop
+		}
+		status := string(g.Status)
+		if status == "" {
+			status = "generated"
+		}
+		e.endStep(span, err, attrCandidateStatus.String(status))
+	}()
 	// A run takes at least one iteration: a candidate the aggregate has no
 	// iteration left for is refused before it starts.
 	est := budget.Usage{Iterations: 1, ModelCalls: bon.Estimate.ModelCallsPerCandidate, TotalTokens: bon.Estimate.TotalTokensPerCandidate, CostUSD: bon.Estimate.CostUSDPerCandidate}
@@ -352,7 +371,7 @@ func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval
 		cr.conv = replaceSystem(cr.conv, sys)
 	}
 	result := cr.execute(ctx)
-	g := bestofn.Generation{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason), Iterations: result.Iterations}
+	g = bestofn.Generation{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason), Iterations: result.Iterations}
 	if stop := res.Settle(acct.Usage()); stop != nil {
 		g.Stop = stop
 		return g
@@ -408,7 +427,15 @@ func sideEffectBlock(conv []provider.Message, mode string) string {
 }
 
 // scoreCandidate scores one candidate with the block's scorer.
-func (e *Engine) scoreCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, input string, c *Candidate) bestofn.Score {
+func (e *Engine) scoreCandidate(ctx context.Context, parent *run, exprs *eval.Evaluator, bon *plan.BestOfN, input string, c *Candidate) (s bestofn.Score) {
+	ctx, span := e.startStep(ctx, spanScore+" "+strconv.Itoa(c.Index), parent.id, attrCandidateIndex.Int(c.Index))
+	defer func() {
+		err := s.Err
+		if err == nil {
+			err = s.Stop
+		}
+		e.endStep(span, err, attrCandidateScore.Float64(s.Score))
+	}()
 	switch bon.Scorer.Kind {
 	case "judge":
 		return e.judgeCandidate(ctx, parent, bon, input, c)

@@ -73,6 +73,16 @@
 // before (PlanError, Candidate, ProgressTracker, ...) are aliases of
 // theirs.
 //
+// # Telemetry
+//
+// The engine emits its spans and metrics through OpenTelemetry's API
+// (Options.Tracer, Options.Meter; telemetry.go): invoke_agent for a run,
+// chat per model call, execute_tool per tool call (through the toolbox's
+// Observe), gate per decision, and spans of its own for reflection
+// attempts, plan steps, best-of-N candidates and recoveries. It never sets
+// up an exporter: package telemetry does, for cmd/symbi. Every gate
+// decision also goes to Options.DecisionLog, redacted.
+//
 // This package must not import interp or lang, and must not be imported by
 // anything but repl, symbitest and cmd/symbi (deps_test.go, at the module's
 // root, fails on either).

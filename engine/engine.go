@@ -12,7 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/decisionlog"
 	"github.com/symbi-dev/symbi/engine/internal/redact"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
@@ -63,6 +67,21 @@ type Options struct {
 	// lock from a run, and the knowledge builtins answer that no store is
 	// configured.
 	Discovery bool
+
+	// Tracer and Meter receive the runs' spans and metrics, through
+	// OpenTelemetry's API (package telemetry sets them up from the plan's
+	// telemetry block and the environment); nil: none are made, and the
+	// loop pays nothing for them. docs/telemetry.md lists what is emitted.
+	Tracer trace.TracerProvider
+	Meter  metric.MeterProvider
+	// CaptureContent puts prompts, completions, tool arguments and results
+	// on the spans, after the secret redactor.
+	CaptureContent bool
+	// DecisionLog receives every gate decision in OPA's decision-log
+	// format, redacted; nil: none is written. The caller closes it.
+	DecisionLog *decisionlog.Writer
+	// Version is symbi's version, for the decision log's labels.
+	Version string
 
 	// slowReadRound replaces slowReadRound (tests: 0 is the default).
 	slowReadRound time.Duration
@@ -142,7 +161,10 @@ func (t Termination) String() string {
 
 // Result is the outcome of one run.
 type Result struct {
-	RunID       string
+	RunID string
+	// TraceID is the OpenTelemetry trace of the run's spans, "" when
+	// telemetry is off.
+	TraceID     string
 	Agent       string // agent address
 	Mode        string
 	Answer      string
@@ -169,6 +191,7 @@ var ErrUnknownAgent = errors.New("unknown agent")
 type Engine struct {
 	plan *plan.Plan
 	opts Options
+	inst instruments
 
 	mu        sync.Mutex // guards models, gates, policies and routes
 	models    map[string]provider.Model
@@ -246,6 +269,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	return &Engine{
 		plan:      p,
 		opts:      opts,
+		inst:      newInstruments(opts),
 		models:    map[string]provider.Model{},
 		gates:     map[string]policy.Gate{},
 		toolboxes: map[string]*agentTools{},

@@ -34,11 +34,26 @@ type gated struct {
 // the tool requires approval. It never returns an error: anything that goes
 // wrong is a refusal (fail closed).
 func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
+	ctx, end := r.gateSpan(ctx, a)
 	g, v := r.decide(ctx, a)
 	if v.Ask {
-		return r.answered(g, r.awaitAsk(ctx, v, r.requestAsk(v)))
+		g = r.answered(g, r.awaitAsk(ctx, v, r.requestAsk(v)))
 	}
+	end(g)
 	return g
+}
+
+// gateSpan starts what telemetry keeps of one gate decision (its span,
+// its metrics, its decision-log line); end, called with the decision once
+// it is made (a person's included), records them. Without telemetry or a
+// decision log it costs nothing.
+func (r *run) gateSpan(ctx context.Context, a policy.Action) (context.Context, func(gated)) {
+	if r.e.inst.tracer == nil && !r.e.inst.metrics && r.e.inst.decisions == nil {
+		return ctx, func(gated) {}
+	}
+	began := time.Now()
+	ctx, span := r.startGate(ctx, a)
+	return ctx, func(g gated) { r.endGate(span, g, time.Since(began)) }
 }
 
 // decide is gateAction up to the person: the prechecks and the policies.
@@ -89,13 +104,18 @@ func (r *run) answered(g gated, a personAnswer) gated {
 func (r *run) decideAll(ctx context.Context, out []gated, actions []policy.Action, skip []bool) {
 	var asks []int
 	verdicts := make([]policy.Verdict, len(actions))
+	ends := make([]func(gated), len(actions))
+	ctxs := make([]context.Context, len(actions))
 	for i, a := range actions {
 		if skip[i] {
 			continue
 		}
-		out[i], verdicts[i] = r.decide(ctx, a)
+		ctxs[i], ends[i] = r.gateSpan(ctx, a)
+		out[i], verdicts[i] = r.decide(ctxs[i], a)
 		if verdicts[i].Ask {
 			asks = append(asks, i)
+		} else {
+			ends[i](out[i])
 		}
 	}
 	if len(asks) == 0 {
@@ -108,14 +128,16 @@ func (r *run) decideAll(ctx context.Context, out []gated, actions []policy.Actio
 	ca, concurrent := r.e.opts.Approver.(policy.ConcurrentApprover)
 	if !concurrent || !ca.AsksConcurrently() || len(asks) == 1 {
 		for _, i := range asks {
-			out[i] = r.answered(out[i], r.awaitAsk(ctx, verdicts[i], journalled[i]))
+			out[i] = r.answered(out[i], r.awaitAsk(ctxs[i], verdicts[i], journalled[i]))
+			ends[i](out[i])
 		}
 		return
 	}
 	var wg sync.WaitGroup
 	for _, i := range asks {
 		wg.Go(func() {
-			out[i] = r.answered(out[i], r.awaitAsk(ctx, verdicts[i], journalled[i]))
+			out[i] = r.answered(out[i], r.awaitAsk(ctxs[i], verdicts[i], journalled[i]))
+			ends[i](out[i])
 		})
 	}
 	wg.Wait()

@@ -105,10 +105,12 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	}
 	start := r.e.opts.Now()
 	quiet := c.quiet || r.holdAnswer
+	cctx, span := r.startChat(ctx, spec, req)
+	began := time.Now()
 	// The output is counted as it streams, so that a model that will not
 	// stop is stopped by its budget, not at the timeout: the call's context
 	// ends with the budget error.
-	sctx, stop := context.WithCancelCause(ctx)
+	sctx, stop := context.WithCancelCause(cctx)
 	defer stop(nil)
 	var out stdlib.TokenCounter
 	var firstEvent time.Duration
@@ -139,8 +141,10 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 		if ctx.Err() == nil && sctx.Err() != nil {
 			err = context.Cause(sctx)
 		}
+		r.endChat(span, spec, resp, err, time.Since(began))
 		return provider.Response{}, fmt.Errorf("%s: %w", spec.Address, err)
 	}
+	r.endChat(span, spec, resp, nil, time.Since(began))
 	// Every call needs an id to pair it with its result; a provider that
 	// sent none gets one that is stable across a resume.
 	for i := range resp.ToolCalls {

@@ -215,10 +215,17 @@ func (r *run) runPlanStep(ctx context.Context, s planexec.Step, deps []planexec.
 	if !ro.NoJournal {
 		ro.RunID = fmt.Sprintf("%s.%s", r.id, planexec.SafeID(s.ID))
 	}
-	res, err := r.subRun(ctx, r.agent.Address, in.String(), ro)
+	sctx, span := r.e.startStep(ctx, spanPlanStep+" "+s.ID, r.id, attrStepID.String(s.ID))
+	res, err := r.subRun(sctx, r.agent.Address, in.String(), ro)
 	if err != nil {
+		r.e.endStep(span, err)
 		return "", err
 	}
+	var stepErr error
+	if res.Termination.Reason != Completed {
+		stepErr = terminationErr(res.Termination)
+	}
+	r.e.endStep(span, stepErr, attrStepStatus.String(string(res.Termination.Reason)))
 	t := res.Termination
 	switch t.Reason {
 	case Completed:

@@ -47,15 +47,19 @@ func (r *run) reflectAndRetry(ctx context.Context) error {
 	defer func() { r.ro.Quiet = quiet }()
 	for attempt := 1; ; attempt++ {
 		r.answer = ""
-		if err := r.react(ctx); err != nil {
+		actx, span := r.e.startStep(ctx, spanReflect, r.id, attrReflectAttempt.Int(attempt))
+		if err := r.react(actx); err != nil {
+			r.e.endStep(span, err)
 			return err
 		}
 		answer := r.answer
-		ev, evaluator, err := r.evaluate(ctx, answer, cfg, attempt)
+		ev, evaluator, err := r.evaluate(actx, answer, cfg, attempt)
 		if err != nil {
+			r.e.endStep(span, err)
 			return err
 		}
 		verdict := reflection.Verdict(ev.Score, cfg)
+		r.e.endStep(span, nil, attrReflectScore.Float64(ev.Score), attrReflectVerdict.String(string(verdict)))
 		if err := r.mustRecord(journal.ReflectionEvaluated, journal.ReflectionEvaluatedData{
 			Attempt: attempt, Evaluator: evaluator, Score: ev.Score, Scores: ev.Scores, Verdict: verdict, Feedback: ev.Feedback,
 		}); err != nil {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/engine/internal/estimate"
 	"github.com/symbi-dev/symbi/engine/internal/redact"
@@ -97,6 +99,8 @@ type run struct {
 	// usage passed a limit (answerOverBudget); it is reported with the
 	// budget_exceeded termination.
 	paidAnswer bool
+	// span is the run's invoke_agent span; nil when telemetry is off.
+	span trace.Span
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -163,6 +167,7 @@ func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions)
 	}
 	r.input0 = r.fixedInput()
 	r.holdAnswer = answerIsDecided(e.plan, a)
+	r.startSpan(ctx)
 	return r, nil
 }
 
@@ -306,6 +311,7 @@ func (r *run) recordStarted(resumeAfter int64) {
 			JournalFormat: journal.FormatVersion,
 			PlanDigest:    r.e.planDigestOf(),
 			WithheldTools: r.tools.withheld,
+			TraceID:       r.traceID(),
 		},
 		Profile:   r.profile,
 		Depth:     r.ro.Depth,
@@ -317,6 +323,7 @@ func (r *run) recordStarted(resumeAfter int64) {
 // execute runs the mode under the budget's deadline and always ends with a
 // terminated event.
 func (r *run) execute(parent context.Context) *Result {
+	parent = r.traced(parent)
 	ctx, cancel := r.acct.Context(parent)
 	defer cancel()
 	var err error
@@ -364,6 +371,7 @@ func (r *run) finish(ctx, parent context.Context, err error) *Result {
 func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 	res := &Result{
 		RunID:       r.id,
+		TraceID:     r.traceID(),
 		Agent:       r.agent.Address,
 		Mode:        r.mode,
 		Answer:      r.answer,
@@ -403,6 +411,7 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		res.Termination = Termination{Reason: Failed, Detail: err.Error(), Err: err}
 		res.Answer = ""
 	}
+	r.endSpan(res.Termination, res.Usage, res.Elapsed)
 	if r.jw != nil {
 		// The terminated line is with the kernel, so a killed process
 		// loses nothing; the final fsync (and the saved plan's) finishes in

@@ -175,17 +175,7 @@ func (e *Engine) blockTools(ctx context.Context, name, what, does string, schema
 	}
 	tool.MaxOutputBytes = maxOut
 	tool.OnResume = plan.DefaultOnResume(tool.Effect)
-	opts := builtins.Options{
-		BaseDir:    e.opts.BaseDir,
-		StateDir:   e.opts.StateDir,
-		Workspace:  e.workspace(),
-		Protected:  e.protected(),
-		Resolve:    e.resolve,
-		ResolveURL: e.resolveURL,
-		Redact:     e.secrets.JSON,
-		Now:        e.opts.Now,
-		Sleep:      e.opts.Sleep,
-	}
+	opts := e.toolboxOptions(nil)
 	box, err := builtins.NewToolbox(ctx, []plan.Tool{tool}, nil, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", name, what, err)

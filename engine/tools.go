@@ -139,6 +139,9 @@ func (e *Engine) toolboxOptions(tools []plan.Tool) builtins.Options {
 		Now:        e.opts.Now,
 		Sleep:      e.opts.Sleep,
 	}
+	if e.inst.tracer != nil || e.inst.metrics {
+		opts.Observe = e.observeTool
+	}
 	for _, t := range tools {
 		if m := t.Executor.MCP; m != nil {
 			if s := e.plan.MCPServer(m.Server); s != nil {

@@ -40,7 +40,52 @@ func (c *compiler) buildSettings() {
 		s.StateDir = c.relDir(b, "state_dir", d.StateDir)
 		s.JournalSync = c.enum(b, "journal_sync", d.JournalSync, "background", "always")
 		s.Workspace = c.relDir(b, "workspace", d.Workspace)
+		if tb := b.One("telemetry"); tb != nil {
+			s.Telemetry = c.buildTelemetry(tb)
+		}
+		if db := b.One("decision_log"); db != nil {
+			c.require(db, "path")
+			s.DecisionLog = &plan.DecisionLog{Path: c.str(db, "path", "")}
+			if s.DecisionLog.Path == "" && db.Attrs["path"] != nil {
+				c.errorf(db.Attrs["path"].Expr.Range().Ptr(), "Invalid value", "path must name a file.")
+			}
+		}
 	}
+}
+
+// buildTelemetry reads a telemetry block; what it leaves out is
+// plan.DefaultTelemetry's.
+func (c *compiler) buildTelemetry(b *lang.Block) *plan.Telemetry {
+	d := plan.DefaultTelemetry()
+	t := &plan.Telemetry{
+		Endpoint:        c.str(b, "endpoint", ""),
+		Protocol:        c.enum(b, "protocol", d.Protocol, "grpc", "http/protobuf"),
+		Headers:         c.pstringMap(b, "headers"),
+		ServiceName:     c.str(b, "service_name", d.ServiceName),
+		TracesExporter:  c.enum(b, "traces_exporter", d.TracesExporter, "otlp", "console", "none"),
+		MetricsExporter: c.enum(b, "metrics_exporter", d.MetricsExporter, "otlp", "console", "none"),
+		Sampler: c.enum(b, "sampler", d.Sampler, "always_on", "always_off", "traceidratio",
+			"parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"),
+		CaptureContent: c.boolean(b, "capture_content", d.CaptureContent),
+		OnFailure:      c.enum(b, "on_failure", d.OnFailure, "ignore", "fail"),
+	}
+	if t.Endpoint != "" {
+		if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			c.errorf(b.Attrs["endpoint"].Expr.Range().Ptr(), "Invalid endpoint", "endpoint must be an http:// or https:// URL with a host, such as \"http://localhost:4318\"; %q is not.", t.Endpoint)
+		}
+	}
+	if t.ServiceName == "" {
+		c.errorf(b.Attrs["service_name"].Expr.Range().Ptr(), "Invalid value", "service_name must not be empty.")
+		t.ServiceName = d.ServiceName
+	}
+	if b.Attrs["sampler_arg"] != nil {
+		f := c.fraction(b, "sampler_arg", 1)
+		t.SamplerArg = &f
+		if !strings.HasSuffix(t.Sampler, "traceidratio") {
+			c.errorf(b.Attrs["sampler_arg"].Expr.Range().Ptr(), "Unused sampler_arg", "sampler_arg is the ratio of the traceidratio samplers; sampler is %q.", t.Sampler)
+		}
+	}
+	return t
 }
 
 // version is the running symbi's version; without one, constraints are

@@ -165,6 +165,10 @@ type StartedData struct {
 	Resume        int64       `json:"resume_after_seq,omitempty"`
 	JournalFormat int         `json:"journal_format,omitempty"` // FormatVersion; absent: 1, unsigned
 	PlanDigest    string      `json:"plan_digest,omitempty"`
+	// TraceID is the OpenTelemetry trace the run's spans are in (32 hex
+	// digits), when telemetry is on: the journal and the trace find each
+	// other by it. Older readers ignore it, so the format stays 2.
+	TraceID string `json:"trace_id,omitempty"`
 	// WithheldTools are tools of the agent's MCP servers that the model is
 	// not offered, and why (one that requires MCP task augmentation).
 	WithheldTools []WithheldTool `json:"withheld_tools,omitempty"`

@@ -51,7 +51,12 @@ func commandSchema() *Schema { return &Schema{Attrs: []string{"argv", "dir", "en
 // TopLevel lists every top-level block type and its schema.
 func TopLevel() map[string]*Schema {
 	return map[string]*Schema{
-		"symbi":    {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace"}},
+		"symbi": {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace"},
+			Blocks: map[string]*Schema{
+				"telemetry": {Attrs: []string{"endpoint", "protocol", "headers", "service_name", "traces_exporter", "metrics_exporter",
+					"sampler", "sampler_arg", "capture_content", "on_failure"}},
+				"decision_log": {Attrs: []string{"path"}},
+			}},
 		"variable": {Labels: named, Attrs: []string{"type", "default", "description", "sensitive"}},
 		"locals":   {Open: true},
 		"model": {Labels: named,

@@ -31,6 +31,18 @@ func DefaultSettings() Settings {
 	return Settings{StateDir: DefaultStateDir, JournalSync: DefaultJournalSync, Workspace: DefaultWorkspace}
 }
 
+// DefaultTelemetry is a telemetry block with every attribute left out.
+func DefaultTelemetry() Telemetry {
+	return Telemetry{
+		Protocol:        "http/protobuf",
+		ServiceName:     "symbi",
+		TracesExporter:  "otlp",
+		MetricsExporter: "otlp",
+		Sampler:         "parentbased_always_on",
+		OnFailure:       "ignore",
+	}
+}
+
 // Where an openai model connects, and which environment variable holds its
 // key, when the block does not say.
 const (

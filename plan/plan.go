@@ -43,6 +43,44 @@ type Settings struct {
 	// builtins, relative to the configuration directory (default "."). Empty
 	// in plans made before it existed: the configuration directory.
 	Workspace string `json:"workspace,omitempty"`
+	// Telemetry is the telemetry block: OpenTelemetry traces and metrics.
+	// Nil without one; the OTEL_* environment variables may still turn
+	// them on (docs/telemetry.md).
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
+	// DecisionLog is the decision_log block: every gate decision, one line
+	// each, in OPA's decision-log format. Nil without one.
+	DecisionLog *DecisionLog `json:"decision_log,omitempty"`
+}
+
+// Telemetry is the `telemetry` block of the `symbi` block: the settings an
+// OpenTelemetry SDK reads from OTEL_* variables, which win over these.
+type Telemetry struct {
+	// Endpoint is the OTLP collector's base URL; "" is the exporter's
+	// default (localhost:4318 over http/protobuf, localhost:4317 over grpc).
+	Endpoint string `json:"endpoint,omitempty"`
+	Protocol string `json:"protocol"` // grpc | http/protobuf
+	// Headers are sent with every export; values may call env().
+	Headers         map[string]String `json:"headers,omitempty"`
+	ServiceName     string            `json:"service_name"`
+	TracesExporter  string            `json:"traces_exporter"`  // otlp | console | none
+	MetricsExporter string            `json:"metrics_exporter"` // otlp | console | none
+	// Sampler is an OTEL_TRACES_SAMPLER value; SamplerArg its ratio, for
+	// the traceidratio samplers.
+	Sampler    string   `json:"sampler"`
+	SamplerArg *float64 `json:"sampler_arg,omitempty"`
+	// CaptureContent records prompts, completions, tool arguments and
+	// results on the spans, after the secret redactor.
+	CaptureContent bool `json:"capture_content"`
+	// OnFailure is what an exporter that cannot be set up does to a run:
+	// ignore (the run goes on, untraced) or fail (it does not start).
+	OnFailure string `json:"on_failure"`
+}
+
+// DecisionLog is the `decision_log` block of the `symbi` block.
+type DecisionLog struct {
+	// Path is the file decisions are appended to, relative to the
+	// configuration directory.
+	Path string `json:"path"`
 }
 
 // Variable is a declared input variable with its resolved value.

@@ -89,6 +89,10 @@ type Response struct {
 	Usage        Usage  `json:"usage"`
 	UsageKnown   bool   `json:"usage_known"` // false when the provider reported none
 	FinishReason string `json:"finish_reason,omitempty"`
+	// ID and Model are the server's id of the turn and the model that
+	// answered, as it reports them (for telemetry); "" when it sends none.
+	ID    string `json:"id,omitempty"`
+	Model string `json:"model,omitempty"`
 	// FinishReasonMissing: the turn ended properly (a stream with its
 	// [DONE], a whole plain answer) but carried no finish reason, as some
 	// servers send it. The turn is complete; this only records the gap.

@@ -63,7 +63,7 @@ func (s *Session) runInput(c call, rest string, restOff int, rng hcl.Range) (str
 }
 
 func (s *Session) newEngine(onEvent func(engine.Event)) (*engine.Engine, error) {
-	return engine.New(s.cfg.Plan, engine.Options{
+	opts := engine.Options{
 		BaseDir:   s.cfg.BaseDir,
 		StateDir:  s.stateDir(),
 		Protected: s.opts.VarFiles,
@@ -72,7 +72,11 @@ func (s *Session) newEngine(onEvent func(engine.Event)) (*engine.Engine, error) 
 		OnEvent:   onEvent,
 		Now:       s.opts.Now,
 		Rand:      s.opts.Rand,
-	})
+	}
+	if s.opts.Engine != nil {
+		s.opts.Engine(&opts)
+	}
+	return engine.New(s.cfg.Plan, opts)
 }
 
 // runAgent runs an agent (or a best_of_n) to its end and prints the answer

@@ -43,6 +43,9 @@ type Options struct {
 	// reproducible in tests; nil uses the clock and crypto/rand.
 	Now  func() time.Time
 	Rand io.Reader
+	// Engine, when set, adjusts the options of every engine the session
+	// builds (the command line's telemetry and decision log).
+	Engine func(*engine.Options)
 }
 
 // Session is one REPL session: the loaded configuration and, while :step

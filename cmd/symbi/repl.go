@@ -21,6 +21,7 @@ import (
 )
 
 func newReplCmd() *cobra.Command {
+	var obs observeFlags
 	cmd := &cobra.Command{
 		Use:   "repl [PATH]",
 		Short: "Explore a configuration: evaluate expressions, try gates, call tools, step through runs",
@@ -36,23 +37,35 @@ open. Without a terminal it reads a script from standard input, one input per
 line, and prints the results: diagnostics go to standard error and the
 session goes on after them. See docs/repl.md.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runRepl,
+		RunE: func(cmd *cobra.Command, args []string) error { return runRepl(cmd, args, obs) },
 	}
 	addVarFlags(cmd)
+	obs.add(cmd, true)
 	return cmd
 }
 
-func runRepl(cmd *cobra.Command, args []string) error {
+func runRepl(cmd *cobra.Command, args []string, obsFlags observeFlags) error {
 	copts, err := compileOptions(cmd, false)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
 	in, out, errOut := cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	// The session's telemetry is the environment's and the flags': the
+	// configurations it loads come and go.
+	o, err := observe(ctx, nil, "", obsFlags, errOut)
+	if err != nil {
+		return err
+	}
+	defer o.close()
+	if o.tel.MetricsURL != "" {
+		fmt.Fprintf(errOut, "symbi repl: metrics at %s\n", o.tel.MetricsURL)
+	}
 	opts := repl.Options{
 		Vars:      copts.Vars,
 		VarFiles:  copts.VarFiles,
 		LookupEnv: os.LookupEnv,
+		Engine:    o.apply,
 	}
 
 	if isTerminal(in) && isTerminal(out) {

@@ -15,6 +15,7 @@ import (
 func newResumeCmd() *cobra.Command {
 	var where stateDirFlags
 	var jsonOut bool
+	var obs observeFlags
 	cmd := &cobra.Command{
 		Use:     "resume ID",
 		Example: "  symbi resume 20261202T133000Z-4f3a9c1b\n  symbi resume latest",
@@ -55,11 +56,21 @@ says why), and a saved plan that is not the one the run started with.`,
 			defer stop()
 			out := newRunPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), jsonOut)
 			defer out.close()
-			res, err := engine.ResumeLocked(ctx, lock, engine.Options{
+			// The environment's telemetry only: the plan is the saved one,
+			// read by the engine.
+			o, err := observe(ctx, nil, "", obs, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer o.close()
+			ctx = o.join(ctx)
+			opts := engine.Options{
 				LookupEnv: os.LookupEnv,
 				OnEvent:   out.event,
 				Approver:  newApprover(cmd, stateDir),
-			})
+			}
+			o.apply(&opts)
+			res, err := engine.ResumeLocked(ctx, lock, opts)
 			if err != nil {
 				if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, engine.ErrNotResumable) {
 					return exitWith(exitInvalid, "%v", err)
@@ -75,6 +86,7 @@ says why), and a saved plan that is not the one the run started with.`,
 	}
 	where.add(cmd, false)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
+	obs.add(cmd, false)
 	return cmd
 }
 

@@ -32,6 +32,7 @@ func newRunCmd() *cobra.Command {
 		agent, bestOf, inputFile, stateDir string
 		jsonOut                            bool
 		tape                               tapeFlags
+		obs                                observeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PATH] [INPUT]",
@@ -51,6 +52,13 @@ and without keys, and a request that differs from the recording fails the
 run with a diff of the two requests. With --record-missing, such a request
 is recorded again from the live model and the cassette rewritten.
 docs/testing.md has the format and the matching rules.
+
+Telemetry is off unless configured: OTEL_EXPORTER_OTLP_ENDPOINT (or a
+telemetry block in the symbi block) sends the run's traces and metrics to an
+OpenTelemetry collector, OTEL_TRACES_EXPORTER=console prints the spans, and a
+run started with TRACEPARENT in its environment joins that trace. The summary
+names the run's trace id. --decision-log writes every gate decision in OPA's
+decision-log format. See docs/telemetry.md.
 
 Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
 denial, a budget or a limit, 4 runtime failure (a request that differs from
@@ -108,7 +116,7 @@ the cassette among them), 130 cancelled.`,
 			if f := tape.file(); f != "" {
 				protected = append(protected, f)
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: protected, tape: tape})
+			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: protected, tape: tape, observe: obs})
 		},
 	}
 	addVarFlags(cmd)
@@ -121,6 +129,7 @@ the cassette among them), 130 cancelled.`,
 	cmd.Flags().StringVar(&tape.replay, "replay", "", "answer the models from this cassette file instead of calling them")
 	cmd.Flags().BoolVar(&tape.missing, "record-missing", false, "with --replay: record again from the live model what does not match, and rewrite the cassette")
 	cmd.Flags().BoolVar(&tape.chunks, "record-chunks", false, "keep the streamed chunks of what is recorded, with their timing")
+	obs.add(cmd, false)
 	return cmd
 }
 
@@ -262,6 +271,7 @@ type runRequest struct {
 	json                           bool
 	protected                      []string // files of the run besides the plan's own (engine.Options.Protected)
 	tape                           tapeFlags
+	observe                        observeFlags
 }
 
 // runSources are the files a run was made from that its plan does not list:
@@ -301,7 +311,21 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	if sess != nil {
 		tape = sess
 	}
-	e, err := engine.New(p, engine.Options{
+	obs, err := observe(ctx, p, baseDir, req.observe, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := obs.close(); cerr != nil {
+			if err == nil {
+				err = exitWith(exitFailure, "%v", cerr)
+			} else {
+				fmt.Fprintf(stderr, "error: %v\n", cerr)
+			}
+		}
+	}()
+	ctx = obs.join(ctx)
+	opts := engine.Options{
 		BaseDir:   baseDir,
 		StateDir:  stateDir,
 		Protected: req.protected,
@@ -309,7 +333,9 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 		OnEvent:   out.event,
 		Approver:  newApprover(cmd, stateDir),
 		Cassette:  tape,
-	})
+	}
+	obs.apply(&opts)
+	e, err := engine.New(p, opts)
 	if err != nil {
 		return exitWith(exitInvalid, "%v", err)
 	}
@@ -646,11 +672,15 @@ func (p *runPrinter) summary(res *engine.Result) {
 		p.spin.stop()
 	}
 	if p.json {
-		jsonLine(p.stdout, map[string]any{
+		line := map[string]any{
 			"event": "summary", "run": res.RunID, "agent": res.Agent, "answer": res.Answer,
 			"termination": res.Termination, "iterations": res.Iterations, "usage": res.Usage,
 			"reserved": res.Reserved, "elapsed_ms": res.Elapsed.Milliseconds(),
-		})
+		}
+		if res.TraceID != "" {
+			line["trace_id"] = res.TraceID
+		}
+		jsonLine(p.stdout, line)
 		return
 	}
 	p.endLine()
@@ -664,9 +694,13 @@ func (p *runPrinter) summary(res *engine.Result) {
 	if reserved != "" {
 		reserved = " · " + reserved
 	}
-	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f%s · %s · run %s%s\n",
+	trace := ""
+	if res.TraceID != "" {
+		trace = " · trace " + res.TraceID
+	}
+	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f%s · %s · run %s%s%s\n",
 		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD, reserved,
-		res.Elapsed.Round(1e6), res.RunID, where)
+		res.Elapsed.Round(1e6), res.RunID, where, trace)
 }
 
 func plural(n int) string {

@@ -18,12 +18,17 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the symbi version and the plan format it writes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := version
-			if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-				v = info.Main.Version
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "symbi %s (plan format %d)\n", v, plan.FormatVersion)
+			fmt.Fprintf(cmd.OutOrStdout(), "symbi %s (plan format %d)\n", symbiVersion(), plan.FormatVersion)
 			return nil
 		},
 	}
+}
+
+// symbiVersion is the version of this binary: the module's, when it was
+// built from a tagged module, else the one set at link time.
+func symbiVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return version
 }

@@ -364,7 +364,7 @@ func TestPlainRequests(t *testing.T) {
 	want := provider.Response{
 		Content: "Checking.", Reasoning: "hm", ToolCalls: []provider.ToolCall{{ID: "toolu_1", Name: "calc", Arguments: `{"a":1}`}},
 		Usage:      provider.Usage{PromptTokens: 50, CompletionTokens: 5, TotalTokens: 55, CacheReadTokens: 40},
-		UsageKnown: true, FinishReason: "tool_use",
+		UsageKnown: true, FinishReason: "tool_use", ID: "msg_fake", Model: "claude-test",
 		Thinking: []provider.Thinking{{Text: "hm", Signature: fakeserver.ThinkingSignature("hm")}},
 	}
 	if diff := cmp.Diff(want, resp); diff != "" {

@@ -254,6 +254,7 @@ type exchangeKey struct{}
 type recorder struct{ base http.RoundTripper }
 
 func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = provider.WithTraceContext(req)
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex != nil {
 		ex.sent = true

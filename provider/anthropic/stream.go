@@ -255,6 +255,8 @@ type turnBuilder struct {
 	known   bool // usage was reported
 	err     error
 	calls   int // tool_use blocks so far
+	// id and model are the message's, as message_start names them.
+	id, model string
 
 	max  int64 // max_response_bytes
 	size int64 // bytes of text, thinking, signatures and calls so far
@@ -283,6 +285,7 @@ func (b *turnBuilder) overError() error {
 func (b *turnBuilder) add(ev sdk.MessageStreamEventUnion) provider.Event {
 	switch ev.Type {
 	case "message_start":
+		b.id, b.model = ev.Message.ID, string(ev.Message.Model)
 		if ev.Message.JSON.Usage.Valid() {
 			u := ev.Message.Usage
 			b.setUsage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
@@ -388,6 +391,7 @@ func (b *turnBuilder) setUsage(input, cacheWrite, cacheRead, output int64) {
 
 // plain builds the turn from a whole (non-streamed) message.
 func (b *turnBuilder) plain(msg *sdk.Message) {
+	b.id, b.model = msg.ID, string(msg.Model)
 	for _, cb := range msg.Content {
 		blk := &block{typ: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature, data: cb.Data}
 		b.blocks = append(b.blocks, blk)
@@ -409,7 +413,7 @@ func (b *turnBuilder) plain(msg *sdk.Message) {
 }
 
 func (b *turnBuilder) response() provider.Response {
-	resp := provider.Response{FinishReason: b.stop, Usage: b.usage, UsageKnown: b.known}
+	resp := provider.Response{FinishReason: b.stop, Usage: b.usage, UsageKnown: b.known, ID: b.id, Model: b.model}
 	var content, reasoning strings.Builder
 	for _, blk := range b.blocks {
 		switch blk.typ {

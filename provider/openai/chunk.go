@@ -14,6 +14,8 @@ import (
 // under other names than reasoning_content, and errors that do not begin
 // the event (go-openai catches only an event that starts with {"error":).
 type chunk struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
 	Choices []chunkChoice   `json:"choices"`
 	Usage   *goopenai.Usage `json:"usage"`
 	// Error is an error sent inside a chunk, as OpenRouter does mid-answer

@@ -118,7 +118,7 @@ func TestStreamDeliversDeltasAndUsage(t *testing.T) {
 	if diff := cmp.Diff([]string{"The ", "answer ", "is 42."}, deltas); diff != "" {
 		t.Errorf("deltas (-want +got):\n%s", diff)
 	}
-	want := provider.Response{Content: "The answer is 42.", Usage: provider.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 12}, UsageKnown: true, FinishReason: "stop"}
+	want := provider.Response{Content: "The answer is 42.", Usage: provider.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 12}, UsageKnown: true, FinishReason: "stop", ID: "chatcmpl-fake", Model: "fake-model"}
 	if diff := cmp.Diff(want, resp); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
 	}
@@ -199,7 +199,7 @@ func TestNonStreaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := provider.Response{Content: "forty-two", Usage: provider.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, UsageKnown: true, FinishReason: "stop"}
+	want := provider.Response{Content: "forty-two", Usage: provider.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, UsageKnown: true, FinishReason: "stop", ID: "chatcmpl-fake", Model: "fake-model"}
 	if diff := cmp.Diff(want, resp); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
 	}

@@ -258,6 +258,7 @@ type turnBuilder struct {
 	// pieces are the tool-call pieces of the last chunk, by call, for
 	// display (provider.Event.ToolCall).
 	pieces []provider.ToolCallPiece
+	id, model string // the turn's, from the first chunk that names them
 
 	max  int64 // max_response_bytes
 	size int64 // responseSize of what arrived so far
@@ -282,6 +283,12 @@ type callBuilder struct {
 func (b *turnBuilder) add(chunk chunk) provider.Event {
 	if chunk.Usage != nil {
 		b.usage = chunk.Usage
+	}
+	if b.id == "" {
+		b.id = chunk.ID
+	}
+	if b.model == "" {
+		b.model = chunk.Model
 	}
 	var delta, reasoning, calls strings.Builder
 	b.pieces = b.pieces[:0]
@@ -361,7 +368,7 @@ func (b *turnBuilder) addCall(tc goopenai.ToolCall, pieces *strings.Builder) {
 }
 
 func (b *turnBuilder) response() provider.Response {
-	resp := provider.Response{Content: b.content.String(), Reasoning: b.reasoning.String(), FinishReason: b.finish}
+	resp := provider.Response{Content: b.content.String(), Reasoning: b.reasoning.String(), FinishReason: b.finish, ID: b.id, Model: b.model}
 	idxs := make([]int, 0, len(b.calls))
 	for i := range b.calls {
 		idxs = append(idxs, i)
@@ -392,7 +399,7 @@ func (m *Model) plainResponse(r goopenai.ChatCompletionResponse, ex *exchange) (
 		return provider.Response{}, failure{err: m.typed(provider.MalformedResponse, "", ex.status, errors.New("the response has no choices"))}
 	}
 	c := r.Choices[0]
-	resp := provider.Response{Content: c.Message.Content, Reasoning: plainReasoning(body), FinishReason: string(c.FinishReason)}
+	resp := provider.Response{Content: c.Message.Content, Reasoning: plainReasoning(body), FinishReason: string(c.FinishReason), ID: r.ID, Model: r.Model}
 	if resp.Reasoning == "" {
 		resp.Reasoning = c.Message.ReasoningContent
 	}
