@@ -50,13 +50,16 @@ var allowed = map[string][]string{
 
 	// What a plan needs at run time, beside the plan.
 	"plan/eval": {"plan", "stdlib"},
+	// The tool lock file: read by the compiler, checked by the toolbox,
+	// written by symbi lock.
+	"lockfile": {"plan"},
 
 	// Leaves over plans.
 	"policy":              {"plan", "seal"},
 	"budget":              {"plan", "provider"},
 	"routing":             {"plan"},
 	"convo":               {"plan", "provider", "stdlib"},
-	"builtins":            {"internal/backoff", "knowledge", "plan", "policy", "stdlib"},
+	"builtins":            {"internal/backoff", "knowledge", "lockfile", "plan", "policy", "stdlib"},
 	"journal":             {"budget", "policy", "provider", "seal"},
 	"journal/render":      {"budget", "journal", "policy"},
 	"provider/openai":     {"internal/backoff", "plan", "provider"},
@@ -65,7 +68,7 @@ var allowed = map[string][]string{
 	"provider/fakeserver": {"provider", "stdlib"},
 
 	// The compiler.
-	"interp": {"budget", "builtins", "lang", "plan", "policy", "stdlib"},
+	"interp": {"budget", "builtins", "lang", "lockfile", "plan", "policy", "stdlib"},
 
 	// The runtime: it reads plans, never the compiler (no lang, no interp).
 	"engine": {"budget", "builtins", "convo", "journal", "knowledge", "plan", "plan/eval", "policy",
@@ -86,7 +89,7 @@ var allowed = map[string][]string{
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "policy", "repl"},
+	"cmd/symbi": {"engine", "internal/hclfmt", "interp", "journal", "journal/render", "lockfile", "plan", "policy", "repl"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
@@ -102,7 +105,7 @@ var thirdParty = []struct {
 	{"github.com/cedar-policy/cedar-go", []string{"policy"},
 		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"builtins"},
-		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
+		append([]string{"lang", "lockfile", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"github.com/santhosh-tekuri/jsonschema/v6", []string{"builtins"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"go.etcd.io/bbolt", []string{"knowledge"},
@@ -111,7 +114,7 @@ var thirdParty = []struct {
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/anthropic", "provider/scripted"}, enginePure...)},
 	{"github.com/anthropics/anthropic-sdk-go/v2", []string{"provider/anthropic"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
-	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "cmd/symbi"},
+	{"github.com/hashicorp/hcl/v2", []string{"lang", "lockfile", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "cmd/symbi"},
 		[]string{"plan", "seal", "provider", "budget", "routing", "knowledge"}},
 	// Terminal IO and flags belong to the command line alone.
 	{"github.com/spf13/cobra", []string{"cmd/symbi"}, nil},

@@ -32,6 +32,9 @@ type Plan struct {
 	// Files lists every file the compiler read (configuration, prompts,
 	// policies, scripts, schemas), relative to the configuration directory.
 	Files []FileRef `json:"files,omitempty"`
+
+	// Lock is what the configuration's lock file pins; nil without one.
+	Lock *Lock `json:"lock,omitempty"`
 }
 
 // Settings come from the `symbi` block.
@@ -43,6 +46,10 @@ type Settings struct {
 	// builtins, relative to the configuration directory (default "."). Empty
 	// in plans made before it existed: the configuration directory.
 	Workspace string `json:"workspace,omitempty"`
+	// OnDrift is what a run does when a tool differs from the lock file
+	// (refuse, hide_tool or warn), for the mcp_server blocks that do not
+	// say and for command tools; empty: DefaultOnDrift.
+	OnDrift string `json:"on_drift,omitempty"`
 }
 
 // Variable is a declared input variable with its resolved value.
@@ -188,7 +195,11 @@ type MCPServer struct {
 	Env     map[string]String `json:"env,omitempty"`
 	Effect  string            `json:"effect"`
 	Timeout Duration          `json:"timeout"`
-	Range   Range             `json:"range"`
+	// OnDrift is what a run does when the server or one of its tools
+	// differs from the lock file: refuse, hide_tool or warn. Empty (a plan
+	// made before it existed): DefaultOnDrift.
+	OnDrift string `json:"on_drift,omitempty"`
+	Range   Range  `json:"range"`
 }
 
 // ToolProfile filters an agent's tools by name.
