@@ -40,8 +40,12 @@ func (c *compiler) buildSettings() {
 		s.StateDir = c.relDir(b, "state_dir", d.StateDir)
 		s.JournalSync = c.enum(b, "journal_sync", d.JournalSync, "background", "always")
 		s.Workspace = c.relDir(b, "workspace", d.Workspace)
+		s.OnDrift = c.enum(b, "on_drift", "", onDrift...)
 	}
 }
+
+// onDrift are the values of on_drift, in the symbi block and mcp_server.
+var onDrift = []string{plan.OnDriftRefuse, plan.OnDriftHideTool, plan.OnDriftWarn}
 
 // version is the running symbi's version; without one, constraints are
 // only checked for syntax.
@@ -488,6 +492,11 @@ func (c *compiler) buildMCPServer(b *lang.Block) plan.MCPServer {
 		Timeout: c.duration(b, "timeout", d.Timeout),
 		Range:   c.prange(b.DefRange),
 	}
+	def := d.OnDrift
+	if c.p.Settings.OnDrift != "" {
+		def = c.p.Settings.OnDrift
+	}
+	s.OnDrift = c.enum(b, "on_drift", def, onDrift...)
 	hasCmd, hasURL := b.Attrs["command"] != nil, b.Attrs["url"] != nil
 	if hasCmd == hasURL {
 		c.errorf(b.DefRange.Ptr(), "MCP server needs one transport", "An mcp_server needs exactly one of command (stdio) and url (streamable HTTP).")

@@ -47,7 +47,7 @@ func commandSchema() *Schema { return &Schema{Attrs: []string{"argv", "dir", "en
 // TopLevel lists every top-level block type and its schema.
 func TopLevel() map[string]*Schema {
 	return map[string]*Schema{
-		"symbi":    {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace"}},
+		"symbi":    {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace", "on_drift"}},
 		"variable": {Labels: named, Attrs: []string{"type", "default", "description", "sensitive"}},
 		"locals":   {Open: true},
 		"model": {Labels: named,
@@ -67,7 +67,7 @@ func TopLevel() map[string]*Schema {
 				"mcp":             {Attrs: []string{"server", "tool"}},
 				"circuit_breaker": {Attrs: []string{"failure_threshold", "recovery_timeout", "half_open_max_calls"}},
 			}},
-		"mcp_server":   {Labels: named, Attrs: []string{"command", "url", "env", "effect", "timeout"}},
+		"mcp_server":   {Labels: named, Attrs: []string{"command", "url", "env", "effect", "timeout", "on_drift"}},
 		"tool_profile": {Labels: named, Attrs: []string{"include", "exclude", "max_tools"}},
 		"policy": {Labels: named, Blocks: map[string]*Schema{
 			"rules": {Attrs: []string{"deny", "ask", "allow"}},
