@@ -300,6 +300,7 @@ func (r *run) recordStarted(resumeAfter int64) {
 		Ancestors: r.ro.Ancestors,
 		BaseDir:   absDir(r.e.opts.BaseDir),
 	})
+	r.startDrifts()
 }
 
 // execute runs the mode under the budget's deadline and always ends with a

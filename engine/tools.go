@@ -24,6 +24,13 @@ type agentTools struct {
 	// specTokens estimates specs, once rather than before every call.
 	specTokens int64
 	info       map[string]builtins.Info // by tool name, the visible tools only
+	// gen is the toolbox's Generation these specs were made from: a
+	// server's new tool list (list_changed) makes new ones.
+	gen uint64
+	// configured and servers are what the toolbox was built from, for
+	// making the specs again.
+	configured map[string]bool
+	agent      *plan.Agent
 }
 
 // agentTools builds (once) the toolbox of agent a: its effective tools, its
@@ -59,6 +66,9 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	}
 	opts.ResolveURL = e.resolveURL
 	opts.Reserved = e.planToolNames()
+	opts.Lock = e.plan.Lock
+	opts.OnDrift = e.plan.Settings.OnDrift
+	opts.ExecutableCache = filepath.Join(e.opts.StateDir, "executables.json")
 	if addr := e.knowledgeOf(a, tools); addr != "" {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {
@@ -73,15 +83,31 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: tools: %w", a.Address, err)
 	}
+	configured := map[string]bool{}
+	for _, t := range tools {
+		configured[strings.TrimPrefix(t.Address, "tool.")] = true
+	}
+	t, err := e.toolSpecs(&agentTools{box: box, configured: configured, agent: a}, len(servers) > 0)
+	if err != nil {
+		box.Close()
+		return nil, err
+	}
+	e.toolboxes[a.Address] = t
+	return t, nil
+}
+
+// toolSpecs fills t's specs and info from its toolbox as it is now: the
+// servers' tools filtered by the agent's profile, then the delegate and
+// terminate tools. It returns t.
+func (e *Engine) toolSpecs(t *agentTools, hasServers bool) (*agentTools, error) {
+	a, box, configured := t.agent, t.box, t.configured
+	t.gen = box.Generation()
+	t.specs, t.info = nil, map[string]builtins.Info{}
 	names := box.Names()
-	if len(servers) > 0 && a.ToolProfile != "" {
+	if hasServers && a.ToolProfile != "" {
 		if p := e.plan.ToolProfile(a.ToolProfile); p != nil {
 			// Configured tools were filtered by the compiler; the servers'
 			// tools are known only now.
-			configured := map[string]bool{}
-			for _, t := range tools {
-				configured[strings.TrimPrefix(t.Address, "tool.")] = true
-			}
 			var fromServers []string
 			for _, n := range names {
 				if !configured[n] {
@@ -95,7 +121,6 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			}
 		}
 	}
-	t := &agentTools{box: box, info: map[string]builtins.Info{}}
 	for _, n := range names {
 		info, _ := box.Info(n)
 		t.info[n] = info
@@ -115,7 +140,6 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		t.specs = append(t.specs, terminateSpec())
 	}
 	t.specTokens = estimate.Tools(t.specs)
-	e.toolboxes[a.Address] = t
 	return t, nil
 }
 

@@ -107,6 +107,30 @@ type ToolOutcomeUnknownData struct {
 	Reason         string          `json:"reason,omitempty"` // why it was not run again
 }
 
+// Pinned tools (issue 17): a server or tool that differs from the lock
+// file, and what the run did about it.
+const (
+	ToolDrift = "tool_drift"
+)
+
+// ToolDriftData is one difference between what a server (or command tool)
+// is and what the lock file pins. Kind is the lockfile's kind of change
+// (tool_changed, tool_added, launch_changed, server_unpinned,
+// command_changed, command_unpinned); Summary and Details are its
+// readable diff; Action is what on_drift did: refused (the run did not
+// start, or stops), hidden (the tools were left out of what the model is
+// offered) or warned. ListChanged: found when the server said its tools
+// changed mid-run, not when it started.
+type ToolDriftData struct {
+	Kind        string   `json:"kind"`
+	Server      string   `json:"server,omitempty"` // mcp_server address
+	Tool        string   `json:"tool,omitempty"`
+	Summary     string   `json:"summary"`
+	Details     []string `json:"details,omitempty"`
+	Action      string   `json:"action"`
+	ListChanged bool     `json:"list_changed,omitempty"`
+}
+
 // EventTypes lists every event type in the order a run usually meets them.
 func EventTypes() []string {
 	return []string{
@@ -117,6 +141,7 @@ func EventTypes() []string {
 		ReflectionEvaluated, CandidateStarted, CandidateFinished, CandidateScored,
 		CandidateSelected, Terminated,
 		ModelCallStarted, ToolOutcomeUnknown, // crash safety
+		ToolDrift, // pinned tools
 	}
 }
 

@@ -172,6 +172,29 @@ func liveLines(ev journal.Event, depth int) []string {
 			return nil
 		}
 		return one("◇ step %s %s", clip(d.StepID, 60), d.Status)
+	case journal.ToolDrift:
+		var d journal.ToolDriftData
+		if ev.Decode(&d) != nil {
+			return nil
+		}
+		what := map[string]string{
+			"refused": "refused (on_drift = \"refuse\")",
+			"hidden":  "hidden from the model (on_drift = \"hide_tool\")",
+			"warned":  "used anyway (on_drift = \"warn\")",
+		}[d.Action]
+		when := ""
+		if d.ListChanged {
+			when = ", after list_changed"
+		}
+		lines := []string{fmt.Sprintf("⚠ %s%s: %s", d.Summary, when, what)}
+		// The diff is what a person needs to judge the change; a drift the
+		// run refuses shows it in the error instead.
+		if d.Action != "refused" {
+			for _, l := range d.Details {
+				lines = append(lines, "    "+clip(l, 200))
+			}
+		}
+		return lines
 	case journal.DelegationStarted:
 		var d journal.DelegationStartedData
 		if ev.Decode(&d) != nil {

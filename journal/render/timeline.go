@@ -288,6 +288,18 @@ func eventText(ev journal.Event) string {
 			}
 			return fmt.Sprintf("candidate %d selected by %s, score %.2f", d.Index, d.Selector, d.Score)
 		}
+	case journal.ToolDrift:
+		var d journal.ToolDriftData
+		if ev.Decode(&d) == nil {
+			s := d.Summary + ": " + d.Action
+			if d.ListChanged {
+				s += " (after list_changed)"
+			}
+			if len(d.Details) > 0 {
+				s += "; " + strings.Join(d.Details, "; ")
+			}
+			return s
+		}
 	case journal.Terminated:
 		var d journal.TerminatedData
 		if ev.Decode(&d) == nil {
