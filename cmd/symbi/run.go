@@ -199,7 +199,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 		res, err = e.Run(ctx, req.agent, req.input, engine.RunOptions{})
 	}
 	if err != nil {
-		if errors.Is(err, engine.ErrUnknownAgent) {
+		if errors.Is(err, engine.ErrUnknownAgent) || errors.Is(err, engine.ErrToolDrift) {
 			return exitWith(exitInvalid, "%v", err)
 		}
 		if ctx.Err() != nil {
@@ -215,6 +215,11 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 // terminationExit maps how a run ended to the exit code; the summary has
 // already said why, so the error carries no message.
 func terminationExit(t engine.Termination) error {
+	if errors.Is(t.Err, engine.ErrToolDrift) {
+		// A server's new tool list differed from the lock file mid-run: the
+		// same verdict as at the start.
+		return exitWith(exitInvalid, "")
+	}
 	switch t.Reason {
 	case engine.Completed:
 		return nil
