@@ -681,7 +681,7 @@ func TestToolsListsServersAndDelegates(t *testing.T) {
 	out := handle(t, s, ":tools browser")
 	for _, want := range []string{
 		"  read_text        mcp mcp_server.fs ",
-		"  mcp_server.fs    MCP server npx -y @modelcontextprotocol/server-filesystem . ",
+		"  mcp_server.fs    MCP server npx -y @modelcontextprotocol/server-filesystem@2026.8.31 . ",
 		// A deferred URL shows its expression: env() is not read here.
 		`  mcp_server.docs  MCP server env("DOCS_MCP_URL", "http://127.0.0.1:9000/mcp") `,
 	} {
