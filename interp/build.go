@@ -528,6 +528,9 @@ func (c *compiler) buildToolProfile(b *lang.Block) plan.ToolProfile {
 
 func (c *compiler) buildPolicy(b *lang.Block) plan.Policy {
 	p := plan.Policy{Address: b.Address(), Range: c.prange(b.DefRange)}
+	if c.enum(b, "mode", plan.PolicyModeEnforce, plan.PolicyModeEnforce, plan.PolicyModeShadow) == plan.PolicyModeShadow {
+		p.Mode = plan.PolicyModeShadow
+	}
 	var kinds []string
 	if r := b.One("rules"); r != nil {
 		kinds = append(kinds, "rules")

@@ -69,7 +69,7 @@ func TopLevel() map[string]*Schema {
 			}},
 		"mcp_server":   {Labels: named, Attrs: []string{"command", "url", "env", "effect", "timeout", "on_drift"}},
 		"tool_profile": {Labels: named, Attrs: []string{"include", "exclude", "max_tools"}},
-		"policy": {Labels: named, Blocks: map[string]*Schema{
+		"policy": {Labels: named, Attrs: []string{"mode"}, Blocks: map[string]*Schema{
 			"rules": {Attrs: []string{"deny", "ask", "allow"}},
 			"opa":   {Attrs: []string{"modules", "data", "query"}},
 			"cedar": {Attrs: []string{"policies", "entities", "schema"}},

@@ -180,6 +180,13 @@ const LockFileName = "symbi.lock.hcl"
 // is every *.hcl in it but these.
 const LockFileSuffix = ".lock.hcl"
 
+// A policy's mode: enforced (the default, written as no mode in a plan), or
+// in shadow, where its decisions are journalled and never enforced.
+const (
+	PolicyModeEnforce = "enforce"
+	PolicyModeShadow  = "shadow"
+)
+
 // DefaultOPAQuery is the query of an opa policy that names none.
 const DefaultOPAQuery = "data.symbi.gate.decision"
 

@@ -218,7 +218,10 @@ type Policy struct {
 	Rules   *RulesPolicy `json:"rules,omitempty"`
 	OPA     *OPAPolicy   `json:"opa,omitempty"`
 	Cedar   *CedarPolicy `json:"cedar,omitempty"`
-	Range   Range        `json:"range"`
+	// Mode is "shadow" for a policy that is evaluated on every action and
+	// journalled but never enforced; empty: enforced (PolicyModeEnforce).
+	Mode  string `json:"mode,omitempty"`
+	Range Range  `json:"range"`
 }
 
 // RulesPolicy holds the built-in rules: patterns "tool" or "tool:arg=glob".
