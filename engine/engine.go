@@ -14,6 +14,7 @@ import (
 
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/engine/internal/redact"
+	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -128,6 +129,9 @@ type Result struct {
 	Usage       budget.Amount
 	Iterations  int
 	Elapsed     time.Duration
+	// Shadow is, per policy in shadow mode, on how many actions it
+	// disagreed with what was enforced.
+	Shadow []journal.ShadowTally
 }
 
 // ErrModeUnavailable is returned for a loop mode the engine does not know

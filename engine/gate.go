@@ -26,6 +26,7 @@ type gated struct {
 	note     string // when refused: the observation the model sees
 	decision policy.Decision
 	trail    []policy.Decision
+	shadow   []policy.Decision // the shadow policies' decisions, never enforced
 }
 
 // gateAction decides one action: known tool, side-effect mode, schema,
@@ -38,7 +39,7 @@ func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
 		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}
 	}
 	v := r.chain.Gate(ctx, r.policyInput(a))
-	g := gated{action: a, raw: changed(raw, a.Arguments), decision: v.Decision, trail: v.Decisions}
+	g := gated{action: a, raw: changed(raw, a.Arguments), decision: v.Decision, trail: v.Decisions, shadow: v.Shadow}
 	if v.Ask {
 		approved, d := r.resolveAsk(ctx, v)
 		g.trail = append(g.trail, d)
@@ -338,10 +339,11 @@ func (r *run) recordDecisions(gs []gated, hold bool) error {
 		if g.ok && d.Outcome != policy.Allow && d.Outcome != policy.Modify {
 			d = policy.Decision{Outcome: policy.Allow, Reason: d.Reason, Engine: "person", Policy: d.Policy}
 		}
-		data.Decisions[i] = journal.GateRecord{Action: g.action, RawArguments: g.raw, Decision: d, Trail: g.trail}
+		data.Decisions[i] = journal.GateRecord{Action: g.action, RawArguments: g.raw, Decision: d, Trail: g.trail, Shadow: g.shadow}
 		if !g.ok {
 			data.Denied++
 		}
+		r.shadow = journal.TallyShadow(r.shadow, data.Decisions[i])
 	}
 	if hold {
 		return r.hold(journal.PolicyEvaluated, data)
@@ -368,7 +370,11 @@ func (e *Engine) chain(ctx context.Context, a *plan.Agent, tools *agentTools) (*
 		if err != nil {
 			return nil, err
 		}
-		links = append(links, policy.Link{Address: addr, Gate: g})
+		link := policy.Link{Address: addr, Gate: g}
+		if p := e.plan.Policy(addr); p != nil {
+			link.Version, link.Shadow = policy.Version(*p), p.Mode == plan.PolicyModeShadow
+		}
+		links = append(links, link)
 	}
 	c := policy.NewChain(links, a.Loop.OnNoPolicy, validateDecided(tools.box))
 	for name, info := range tools.info {

@@ -86,6 +86,9 @@ type run struct {
 	// interrupted is what a resumed run found of the attempts before it
 	// (resumeState); nil for a run that was not resumed.
 	interrupted *interrupted
+	// shadow counts where the shadow policies disagreed with what was
+	// enforced, for the Result.
+	shadow []journal.ShadowTally
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -163,8 +166,8 @@ func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions)
 func answerIsDecided(p *plan.Plan, a *plan.Agent) bool {
 	for _, addr := range a.Policies {
 		pol := p.Policy(addr)
-		if pol == nil {
-			continue
+		if pol == nil || pol.Mode == plan.PolicyModeShadow {
+			continue // a shadow policy never decides what is shown
 		}
 		if pol.Kind != "rules" || pol.Rules == nil {
 			return true
@@ -360,6 +363,7 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		Usage:       usage,
 		Iterations:  r.iter,
 		Elapsed:     r.e.opts.Now().Sub(r.start),
+		Shadow:      r.shadow,
 	}
 	if t.Reason != Completed {
 		res.Answer = ""

@@ -217,6 +217,9 @@ type GateRecord struct {
 	RawArguments json.RawMessage   `json:"raw_arguments,omitempty"`
 	Decision     policy.Decision   `json:"decision"`
 	Trail        []policy.Decision `json:"trail,omitempty"`
+	// Shadow are the decisions of the agent's policies in shadow mode on
+	// the action: journalled, never enforced (policy.Chain.Gate).
+	Shadow []policy.Decision `json:"shadow,omitempty"`
 }
 
 // ApprovalRequestedData is a tool call waiting for a person.

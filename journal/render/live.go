@@ -90,6 +90,19 @@ func liveLines(ev journal.Event, depth int) []string {
 				line += ": " + clip(dec.Reason, 160)
 			}
 			lines = append(lines, line)
+			// A shadow policy is worth a line where it would have decided
+			// otherwise: that is what watching it is for.
+			ran := dec.Outcome == policy.Allow || dec.Outcome == policy.Modify
+			for _, s := range g.Shadow {
+				deny, allow := s.Outcome == policy.Deny, s.Outcome == policy.Allow || s.Outcome == policy.Modify
+				if deny && ran || allow && !ran {
+					l := fmt.Sprintf("  ◌ shadow %s would %s %s", s.Policy, s.Outcome, clip(what, 60))
+					if s.Reason != "" {
+						l += ": " + clip(s.Reason, 140)
+					}
+					lines = append(lines, l)
+				}
+			}
 		}
 		return lines
 	case journal.ApprovalDecided:

@@ -27,6 +27,9 @@ func Timeline(evs []journal.Event) string {
 		fmt.Fprintf(&b, " (%s)", sum.Limit)
 	}
 	fmt.Fprintf(&b, ", %s\n", Usage(sum.Iterations, sum.Usage))
+	for _, t := range journal.ShadowOf(evs) {
+		fmt.Fprintf(&b, "shadow: %s\n", policy.EscapeLine(t.String()))
+	}
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	start := evs[0].Time
 	for _, ev := range evs {
@@ -347,9 +350,14 @@ func actionText(a policy.Action) string {
 }
 
 // Gate is one gate record on one line, escaped: the action's name and the
-// decision on it, "shell: deny by policy.rules (rules): reason".
+// decision on it, "shell: deny by policy.rules (rules): reason", and what
+// each shadow policy decided, "[shadow policy.strict: deny]".
 func Gate(g journal.GateRecord) string {
-	return policy.EscapeLine(actionName(g.Action) + ": " + Decision(g.Decision))
+	s := actionName(g.Action) + ": " + Decision(g.Decision)
+	for _, d := range g.Shadow {
+		s += fmt.Sprintf(" [shadow %s: %s]", d.Policy, d.Outcome)
+	}
+	return policy.EscapeLine(s)
 }
 
 // actionName names an action briefly: the tool, or the action's type.
@@ -401,6 +409,9 @@ func Decision(d policy.Decision) string {
 	}
 	if d.Outcome == policy.Modify && len(d.Arguments) > 0 {
 		s += fmt.Sprintf(" (arguments now %s)", d.Arguments)
+	}
+	if d.EngineError {
+		s += " (an engine error, mapped to deny)"
 	}
 	return s
 }
