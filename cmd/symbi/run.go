@@ -431,7 +431,7 @@ func (p *runPrinter) summary(res *engine.Result) {
 		jsonLine(p.stdout, map[string]any{
 			"event": "summary", "run": res.RunID, "agent": res.Agent, "answer": res.Answer,
 			"termination": res.Termination, "iterations": res.Iterations, "usage": res.Usage,
-			"elapsed_ms": res.Elapsed.Milliseconds(),
+			"elapsed_ms": res.Elapsed.Milliseconds(), "shadow": res.Shadow,
 		})
 		return
 	}
@@ -445,6 +445,9 @@ func (p *runPrinter) summary(res *engine.Result) {
 	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s%s\n",
 		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD,
 		res.Elapsed.Round(1e6), res.RunID, where)
+	for _, s := range res.Shadow {
+		fmt.Fprintf(p.stderr, "shadow: %s\n", s)
+	}
 }
 
 func plural(n int) string {
