@@ -251,3 +251,17 @@ func (a Action) String() string {
 	}
 	return string(a.Type)
 }
+
+// ParseArguments reads arguments a person wrote (`symbi approve
+// --arguments`): one JSON object, returned in canonical form (keys sorted,
+// no spacing, numbers as written), the form the tool gets.
+func ParseArguments(raw []byte) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, errors.New("want a JSON object, got nothing")
+	}
+	obj, err := argumentsObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	return marshalCanonical(obj)
+}

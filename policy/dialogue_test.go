@@ -1,0 +1,127 @@
+package policy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lines answers Converse's prompts with the given lines, in order, and
+// records the prompts.
+func lines(answers ...string) (func(string) (string, error), *[]string) {
+	var prompts []string
+	return func(p string) (string, error) {
+		prompts = append(prompts, p)
+		if len(answers) == 0 {
+			return "", ErrAnswer
+		}
+		a := answers[0]
+		answers = answers[1:]
+		return a, nil
+	}, &prompts
+}
+
+func TestConverse(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	req := Request{Action: Action{Type: ToolCall, Tool: "note", Arguments: json.RawMessage(`{"path":"notes/a.txt","content":"a"}`)}}
+	base := ApprovalRecord{ID: "t1", By: "alice", Via: "terminal"}
+
+	for _, tc := range []struct {
+		name    string
+		answers []string
+		check   func(t *testing.T, rec ApprovalRecord, out string)
+	}{
+		{"edit", []string{"e", `{"path": "notes/b.txt", "content": "b"}`, "y"}, func(t *testing.T, rec ApprovalRecord, out string) {
+			if !rec.Approved || string(rec.Arguments) != `{"content":"b","path":"notes/b.txt"}` || rec.Remember != nil {
+				t.Errorf("record %+v", rec)
+			}
+			if !strings.Contains(out, `path: "notes/b.txt"`) || !strings.Contains(out, "digest sha256:") {
+				t.Errorf("the edited arguments are not shown with their digest:\n%s", out)
+			}
+		}},
+		{"edit_retried", []string{"edit", "{not json", `["an array"]`, `{"path":"x"}`, "yes"}, func(t *testing.T, rec ApprovalRecord, out string) {
+			if !rec.Approved || string(rec.Arguments) != `{"path":"x"}` || strings.Count(out, "not a JSON object") != 2 {
+				t.Errorf("record %+v\n%s", rec, out)
+			}
+		}},
+		{"edit_not_confirmed", []string{"e", `{"path":"x"}`, "n"}, func(t *testing.T, rec ApprovalRecord, out string) {
+			if rec.Approved || rec.Arguments != nil || !strings.Contains(rec.Reason, "not confirmed") {
+				t.Errorf("record %+v", rec)
+			}
+		}},
+		{"remember", []string{"r", "path=notes/* for 1h", "y"}, func(t *testing.T, rec ApprovalRecord, out string) {
+			if !rec.Approved || rec.Remember == nil || len(rec.Remember.Widen) != 1 || !rec.Remember.Until.Equal(now.Add(time.Hour)) {
+				t.Fatalf("record %+v", rec)
+			}
+			if !strings.Contains(out, `remember: note with content = "a", path = "notes/a.txt", for the rest of the run`) ||
+				!strings.Contains(out, `the rule: note with content = "a", path ~ "notes/*" until 2026-12-01T13:00:00Z`) {
+				t.Errorf("the rule is not shown before and after widening:\n%s", out)
+			}
+		}},
+		{"remember_bad_then_exact", []string{"r", "mode=*", "", "y"}, func(t *testing.T, rec ApprovalRecord, out string) {
+			if !rec.Approved || rec.Remember == nil || len(rec.Remember.Widen) != 0 || !strings.Contains(out, `no argument "mode" to widen`) {
+				t.Errorf("record %+v\n%s", rec, out)
+			}
+		}},
+		{"deny", []string{"n not now"}, func(t *testing.T, rec ApprovalRecord, out string) {
+			if rec.Approved || rec.Reason != "not now" {
+				t.Errorf("record %+v", rec)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, _ := lines(tc.answers...)
+			var out strings.Builder
+			rec, err := Converse(&out, req, next, base, clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, rec, out.String())
+		})
+	}
+
+	// A delegation offers neither an edit nor a rule.
+	next, _ := lines("e")
+	var out strings.Builder
+	rec, _ := Converse(&out, Request{Action: Action{Type: Delegate, Target: "critic", Task: "x"}}, next, base, clock)
+	if rec.Approved || strings.Contains(out.String(), "edit the arguments") {
+		t.Errorf("a delegation: %+v\n%s", rec, out.String())
+	}
+}
+
+// TestStandingNeverWider: a rule covers its tool with exactly its
+// arguments, each exact or by its glob; nothing else.
+func TestStandingNeverWider(t *testing.T) {
+	call := func(tool, args string) Action {
+		return Action{Type: ToolCall, Tool: tool, Arguments: json.RawMessage(args)}
+	}
+	s, err := NewStanding(call("note", `{"path":"notes/a.txt","content":"a*?","n":1}`), []string{"path=notes/*"}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a    Action
+		want bool
+	}{
+		{call("note", `{"path":"notes/b.txt","content":"a*?","n":1}`), true},
+		{call("note", `{"path":"notes/deep/c.txt","n":1,"content":"a*?"}`), true},
+		{call("note", `{"path":"notes/b.txt","content":"aXY","n":1}`), false}, // an exact value's * and ? are themselves
+		{call("note", `{"path":"other/b.txt","content":"a*?","n":1}`), false},
+		{call("note", `{"path":"notes/b.txt","content":"a*?","n":1.0}`), false},
+		{call("note", `{"path":"notes/b.txt","content":"a*?"}`), false},                  // an argument fewer
+		{call("note", `{"path":"notes/b.txt","content":"a*?","n":1,"mode":"x"}`), false}, // one more
+		{call("notes", `{"path":"notes/b.txt","content":"a*?","n":1}`), false},           // another tool
+		{Action{Type: Delegate, Target: "note"}, false},
+	} {
+		if got := s.Matches(c.a, time.Time{}); got != c.want {
+			t.Errorf("%s %s: %v, want %v", c.a.Tool, c.a.Arguments, got, c.want)
+		}
+	}
+	until := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Until = until
+	if s.Matches(call("note", `{"path":"notes/a.txt","content":"a*?","n":1}`), until) {
+		t.Errorf("a rule matched at its end")
+	}
+}
