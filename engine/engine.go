@@ -132,6 +132,9 @@ type Result struct {
 	// Shadow is, per policy in shadow mode, on how many actions it
 	// disagreed with what was enforced.
 	Shadow []journal.ShadowTally
+	// Approvals counts the answers people gave (or could not give), by
+	// code.
+	Approvals journal.ApprovalTally
 }
 
 // ErrModeUnavailable is returned for a loop mode the engine does not know

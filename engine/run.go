@@ -87,8 +87,11 @@ type run struct {
 	// (resumeState); nil for a run that was not resumed.
 	interrupted *interrupted
 	// shadow counts where the shadow policies disagreed with what was
-	// enforced, for the Result.
-	shadow []journal.ShadowTally
+	// enforced, for the Result; approvals counts people's answers.
+	shadow    []journal.ShadowTally
+	approvals journal.ApprovalTally
+	// standing are the rules people said to remember in this run.
+	standing []standing
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -364,6 +367,7 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		Iterations:  r.iter,
 		Elapsed:     r.e.opts.Now().Sub(r.start),
 		Shadow:      r.shadow,
+		Approvals:   r.approvals,
 	}
 	if t.Reason != Completed {
 		res.Answer = ""

@@ -67,9 +67,10 @@ const (
 )
 
 // Approvals (issue 11): a decision found in the approval queue that the
-// waiting run refused.
+// waiting run refused. Issue 17: a rule a person said to remember.
 const (
-	ApprovalRejected = "approval_rejected"
+	ApprovalRejected   = "approval_rejected"
+	ApprovalRemembered = "approval_remembered"
 )
 
 // Crash safety (issue 11, item 5: nothing run twice, nothing paid for and
@@ -135,7 +136,7 @@ type ToolDriftData struct {
 func EventTypes() []string {
 	return []string{
 		Started, Prehydrated, KnowledgeInjected, ModelRouted, ReasoningComplete,
-		PolicyEvaluated, ApprovalRequested, ApprovalRejected, ApprovalDecided, ToolsDispatched,
+		PolicyEvaluated, ApprovalRequested, ApprovalRejected, ApprovalDecided, ApprovalRemembered, ToolsDispatched,
 		ToolResult, RecoveryTriggered, ObservationsCollected, DelegationStarted,
 		DelegationFinished, PlanCreated, StepStarted, StepFinished,
 		ReflectionEvaluated, CandidateStarted, CandidateFinished, CandidateScored,
@@ -217,6 +218,11 @@ type GateRecord struct {
 	RawArguments json.RawMessage   `json:"raw_arguments,omitempty"`
 	Decision     policy.Decision   `json:"decision"`
 	Trail        []policy.Decision `json:"trail,omitempty"`
+	// ModelArguments are the model's arguments when a person approved
+	// other ones (EditedBy): Action holds the person's, which went through
+	// the gate again (Trail has both gates' decisions).
+	ModelArguments json.RawMessage `json:"model_arguments,omitempty"`
+	EditedBy       string          `json:"edited_by,omitempty"`
 	// Shadow are the decisions of the agent's policies in shadow mode on
 	// the action: journalled, never enforced (policy.Chain.Gate).
 	Shadow []policy.Decision `json:"shadow,omitempty"`
@@ -250,13 +256,46 @@ type ApprovalRejectedData struct {
 }
 
 // ApprovalDecidedData is the person's answer; a timeout is a denial.
+// Code says why an action was not approved: no_approver (nobody could be
+// asked: no terminal and no approval queue), approval_timeout (nobody
+// answered in time), denied_by_approver (a person said no) or
+// approval_error (asking failed). Via is how the answer came: terminal,
+// queue, timeout, or standing (a rule the person remembered earlier in
+// the run, Rule). Arguments are the person's edited arguments, with their
+// digest: the action then went through the gate again with them.
 type ApprovalDecidedData struct {
-	CallID   string `json:"call_id"`
-	Tool     string `json:"tool"`
-	Approved bool   `json:"approved"`
-	By       string `json:"by,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	TimedOut bool   `json:"timed_out,omitempty"`
+	CallID          string          `json:"call_id"`
+	Tool            string          `json:"tool"`
+	Approved        bool            `json:"approved"`
+	By              string          `json:"by,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	TimedOut        bool            `json:"timed_out,omitempty"`
+	Code            string          `json:"code,omitempty"`
+	Via             string          `json:"via,omitempty"`
+	Arguments       json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsDigest string          `json:"arguments_digest,omitempty"`
+	Rule            string          `json:"rule,omitempty"`
+}
+
+// Why an action a person had to decide was not approved
+// (ApprovalDecidedData.Code).
+const (
+	NoApprover       = "no_approver"
+	ApprovalTimeout  = "approval_timeout"
+	DeniedByApprover = "denied_by_approver"
+	ApprovalError    = "approval_error"
+)
+
+// ApprovalRememberedData is a standing approval a person confirmed ("approve
+// and remember"): from now on, for the rest of the run or until Until, a
+// call the rule covers (its tool, every argument as the rule says) that a
+// policy asks about is approved without asking.
+type ApprovalRememberedData struct {
+	CallID   string          `json:"call_id"`
+	Tool     string          `json:"tool"`
+	Rule     string          `json:"rule"` // as the person was shown it
+	Standing policy.Standing `json:"standing"`
+	By       string          `json:"by,omitempty"`
 }
 
 // ToolsDispatchedData lists the approved calls sent to executors together.

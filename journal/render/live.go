@@ -111,9 +111,25 @@ func liveLines(ev journal.Event, depth int) []string {
 			return nil
 		}
 		if d.Approved {
-			return one("✓ approved %s by %s", clip(d.Tool, 60), clip(d.By, 40))
+			line := fmt.Sprintf("✓ approved %s by %s", clip(d.Tool, 60), clip(d.By, 40))
+			switch {
+			case d.Via == "standing":
+				line += " (a remembered rule)"
+			case len(d.Arguments) > 0:
+				line += " with edited arguments " + policy.ArgumentsLine(d.Arguments, 100)
+			}
+			return []string{line}
+		}
+		if d.Code != "" {
+			return one("✗ not approved (%s) %s: %s", d.Code, clip(d.Tool, 60), clip(d.Reason, 160))
 		}
 		return one("✗ not approved %s: %s", clip(d.Tool, 60), clip(d.Reason, 160))
+	case journal.ApprovalRemembered:
+		var d journal.ApprovalRememberedData
+		if ev.Decode(&d) != nil {
+			return nil
+		}
+		return one("✓ remembered by %s: %s", clip(d.By, 40), clip(d.Rule, 200))
 	case journal.ApprovalRejected:
 		var d journal.ApprovalRejectedData
 		if ev.Decode(&d) != nil {

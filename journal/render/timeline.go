@@ -26,10 +26,16 @@ func Timeline(evs []journal.Event) string {
 	if sum.Limit != "" {
 		fmt.Fprintf(&b, " (%s)", sum.Limit)
 	}
-	fmt.Fprintf(&b, ", %s\n", Usage(sum.Iterations, sum.Usage))
-	for _, t := range journal.ShadowOf(evs) {
-		fmt.Fprintf(&b, "shadow: %s\n", policy.EscapeLine(t.String()))
+	fmt.Fprintf(&b, ", %s", Usage(sum.Iterations, sum.Usage))
+	// What people answered and where shadow policies disagreed belong to
+	// the run's summary, on its line.
+	if a := journal.ApprovalsOf(evs); !a.Zero() {
+		fmt.Fprintf(&b, "; approvals: %s", a)
 	}
+	for _, t := range journal.ShadowOf(evs) {
+		fmt.Fprintf(&b, "; shadow: %s", policy.EscapeLine(t.String()))
+	}
+	b.WriteByte('\n')
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	start := evs[0].Time
 	for _, ev := range evs {
@@ -130,11 +136,20 @@ func eventText(ev journal.Event) string {
 		var d journal.ApprovalDecidedData
 		if ev.Decode(&d) == nil {
 			s := d.Tool + " denied"
+			if d.Code != "" {
+				s = d.Tool + " not approved (" + d.Code + ")"
+			}
 			if d.Approved {
 				s = d.Tool + " approved"
 			}
 			if d.By != "" {
 				s += " by " + d.By
+			}
+			if d.Via == "standing" {
+				s += " by a remembered rule"
+			}
+			if len(d.Arguments) > 0 {
+				s += " with edited arguments " + compactJSON(d.Arguments)
 			}
 			if d.Reason != "" {
 				s += ": " + d.Reason
@@ -290,6 +305,11 @@ func eventText(ev journal.Event) string {
 				return fmt.Sprintf("no candidate selected (%s): %s", d.Selector, d.Reason)
 			}
 			return fmt.Sprintf("candidate %d selected by %s, score %.2f", d.Index, d.Selector, d.Score)
+		}
+	case journal.ApprovalRemembered:
+		var d journal.ApprovalRememberedData
+		if ev.Decode(&d) == nil {
+			return "remembered by " + d.By + ": " + d.Rule
 		}
 	case journal.ToolDrift:
 		var d journal.ToolDriftData
