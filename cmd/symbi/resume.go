@@ -15,6 +15,7 @@ import (
 func newResumeCmd() *cobra.Command {
 	var where stateDirFlags
 	var jsonOut bool
+	var approval approverFlags
 	cmd := &cobra.Command{
 		Use:     "resume ID",
 		Example: "  symbi resume 20261202T133000Z-4f3a9c1b\n  symbi resume latest",
@@ -51,6 +52,10 @@ says why), and a saved plan that is not the one the run started with.`,
 			}
 			defer lock.Unlock()
 			withdrawRequests(stateDir, id)
+			approver, err := approval.newApprover(cmd, stateDir)
+			if err != nil {
+				return err
+			}
 			ctx, stop := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			out := newRunPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), jsonOut)
@@ -58,7 +63,7 @@ says why), and a saved plan that is not the one the run started with.`,
 			res, err := engine.ResumeLocked(ctx, lock, engine.Options{
 				LookupEnv: os.LookupEnv,
 				OnEvent:   out.event,
-				Approver:  newApprover(cmd, stateDir),
+				Approver:  approver,
 			})
 			if err != nil {
 				if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, engine.ErrNotResumable) {
@@ -75,6 +80,7 @@ says why), and a saved plan that is not the one the run started with.`,
 	}
 	where.add(cmd, false)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
+	approval.add(cmd)
 	return cmd
 }
 

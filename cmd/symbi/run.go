@@ -22,13 +22,13 @@ import (
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/policy"
 )
 
 func newRunCmd() *cobra.Command {
 	var (
 		agent, bestOf, inputFile, stateDir string
 		jsonOut                            bool
+		approval                           approverFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PATH] [INPUT]",
@@ -40,6 +40,14 @@ and run one agent on INPUT. INPUT is the second argument, the file named by
 The answer streams to standard output; tool calls, policy decisions and
 observations go to standard error, with a summary at the end. --json prints
 one JSON event per line on standard output instead.
+
+An action that needs a person (an ask, approval = "always") is put to the
+terminal when standard input is one; without one, to the approval queue
+(symbi approve, symbi deny); with --non-interactive, or under CI ($CI set,
+no terminal), to nobody: it is refused at once, with the code no_approver,
+unless --approver queue. A person who does not answer within
+--approval-timeout refuses it (approval_timeout), as does a no
+(denied_by_approver). Nothing waits without end.
 
 Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
 denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
@@ -83,7 +91,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 			if !haveInput {
 				return exitWith(exitInvalid, "no input: give it as the second argument, with --input-file, on standard input, or as the default of a variable \"input\"")
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path)})
+			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path), approval: &approval})
 		},
 	}
 	addVarFlags(cmd)
@@ -92,6 +100,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 	cmd.Flags().StringVar(&inputFile, "input-file", "", "read the input from this file")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
+	approval.add(cmd)
 	return cmd
 }
 
@@ -130,6 +139,7 @@ type runRequest struct {
 	agent, bestOf, input, stateDir string
 	json                           bool
 	protected                      []string // files of the run besides the plan's own (engine.Options.Protected)
+	approval                       *approverFlags
 }
 
 // runSources are the files a run was made from that its plan does not list:
@@ -161,13 +171,20 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	if stateDir == "" {
 		stateDir = engine.DefaultStateDir(p, baseDir)
 	}
+	if req.approval == nil {
+		req.approval = &approverFlags{}
+	}
+	approver, err := req.approval.newApprover(cmd, stateDir)
+	if err != nil {
+		return err
+	}
 	e, err := engine.New(p, engine.Options{
 		BaseDir:   baseDir,
 		StateDir:  stateDir,
 		Protected: req.protected,
 		LookupEnv: os.LookupEnv,
 		OnEvent:   out.event,
-		Approver:  newApprover(cmd, stateDir),
+		Approver:  approver,
 	})
 	if err != nil {
 		return exitWith(exitInvalid, "%v", err)
@@ -260,16 +277,6 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 }
 
 // isTerminal (repl.go) says whether a reader or writer is a terminal.
-
-// newApprover is the terminal prompt when standard input is a terminal,
-// and the file queue in the state directory (answered with `symbi approve`
-// and `symbi deny`) otherwise.
-func newApprover(cmd *cobra.Command, stateDir string) policy.Approver {
-	if in := cmd.InOrStdin(); isTerminal(in) {
-		return policy.NewTerminalApprover(in, cmd.ErrOrStderr(), os.Getenv("USER"))
-	}
-	return &policy.QueueApprover{Queue: policy.NewQueue(stateDir)}
-}
 
 // jsonLine writes v as one JSON line.
 func jsonLine(w io.Writer, v any) {
@@ -431,7 +438,7 @@ func (p *runPrinter) summary(res *engine.Result) {
 		jsonLine(p.stdout, map[string]any{
 			"event": "summary", "run": res.RunID, "agent": res.Agent, "answer": res.Answer,
 			"termination": res.Termination, "iterations": res.Iterations, "usage": res.Usage,
-			"elapsed_ms": res.Elapsed.Milliseconds(), "shadow": res.Shadow,
+			"elapsed_ms": res.Elapsed.Milliseconds(), "shadow": res.Shadow, "approvals": res.Approvals,
 		})
 		return
 	}
@@ -445,6 +452,9 @@ func (p *runPrinter) summary(res *engine.Result) {
 	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f · %s · run %s%s\n",
 		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD,
 		res.Elapsed.Round(1e6), res.RunID, where)
+	if !res.Approvals.Zero() {
+		fmt.Fprintf(p.stderr, "approvals: %s\n", res.Approvals)
+	}
 	for _, s := range res.Shadow {
 		fmt.Fprintf(p.stderr, "shadow: %s\n", s)
 	}
