@@ -119,9 +119,99 @@ func TestStandingNeverWider(t *testing.T) {
 			t.Errorf("%s %s: %v, want %v", c.a.Tool, c.a.Arguments, got, c.want)
 		}
 	}
+	// An exact value that is not a string matches only itself: the
+	// number 1, never the string "1", and it is shown as a number.
+	n, err := NewStanding(call("note", `{"n":1,"on":true}`), nil, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Matches(call("note", `{"n":"1","on":true}`), time.Time{}) || n.Matches(call("note", `{"n":1,"on":"true"}`), time.Time{}) {
+		t.Errorf("the rule %s matched a string for a number or a bool", n)
+	}
+	if got := n.String(); got != `note with n = 1, on = true, for the rest of the run` {
+		t.Errorf("shown as %s", got)
+	}
 	until := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Until = until
 	if s.Matches(call("note", `{"path":"notes/a.txt","content":"a*?","n":1}`), until) {
 		t.Errorf("a rule matched at its end")
 	}
+}
+
+// FuzzStanding holds a remembered rule to "never wider than shown": made
+// from a call, it covers that call; without globs it covers exactly the
+// calls whose arguments have the same canonical JSON; with one argument
+// widened, only calls with the same argument names whose other arguments
+// are the same; and it is shown on one line.
+func FuzzStanding(f *testing.F) {
+	f.Add(`{"path":"notes/a.txt","content":"a"}`, `{"path":"notes/b.txt","content":"a"}`, "path=notes/*")
+	f.Add(`{"n":1}`, `{"n":"1"}`, "")
+	f.Add(`{"n":1.0}`, `{"n":1}`, "n=1*")
+	f.Add(`{"o":{"b":1,"a":[true,null]}}`, `{"o":{"a":[true,null],"b":1}}`, "")
+	f.Add(`{}`, `{"x":"y"}`, "")
+	f.Add(`{"a":"x\u202ey"}`, `{"a":"x\u202ey"}`, "a=*")
+	f.Fuzz(func(t *testing.T, first, second, widen string) {
+		a := Action{Type: ToolCall, Tool: "t", Arguments: json.RawMessage(first)}
+		b := Action{Type: ToolCall, Tool: "t", Arguments: json.RawMessage(second)}
+		var ws []string
+		if widen != "" {
+			ws = []string{widen}
+		}
+		s, err := NewStanding(a, ws, time.Time{})
+		if err != nil {
+			return
+		}
+		if !s.Matches(a, time.Time{}) {
+			t.Fatalf("the rule %s does not cover the call it was made from", s)
+		}
+		if shown := s.String(); strings.ContainsAny(shown, "\n\r") {
+			t.Fatalf("the rule is shown on more than one line: %q", shown)
+		}
+		objA, errA := argumentsObject(a.Arguments)
+		objB, errB := argumentsObject(b.Arguments)
+		if errA != nil || errB != nil {
+			if errB != nil && s.Matches(b, time.Time{}) {
+				t.Fatalf("the rule %s covers arguments that are not an object: %s", s, second)
+			}
+			return
+		}
+		matched := s.Matches(b, time.Time{})
+		if other := (Action{Type: ToolCall, Tool: "u", Arguments: b.Arguments}); s.Matches(other, time.Time{}) {
+			t.Fatalf("the rule %s covers another tool", s)
+		}
+		widened := map[string]bool{}
+		for _, p := range s.Arguments {
+			if p.Glob {
+				widened[p.Name] = true
+			}
+		}
+		if len(widened) == 0 {
+			ca, _ := marshalCanonical(objA)
+			cb, _ := marshalCanonical(objB)
+			if matched != (string(ca) == string(cb)) {
+				t.Fatalf("exact rule %s: covers %s is %v, but the canonical arguments are %s and %s", s, second, matched, ca, cb)
+			}
+			return
+		}
+		if !matched {
+			return
+		}
+		if len(objA) != len(objB) {
+			t.Fatalf("the rule %s covers %s, which has other arguments than %s", s, second, first)
+		}
+		for k, va := range objA {
+			vb, ok := objB[k]
+			if !ok {
+				t.Fatalf("the rule %s covers %s, which lacks %q", s, second, k)
+			}
+			if widened[k] {
+				continue
+			}
+			ca, _ := marshalCanonical(va)
+			cb, _ := marshalCanonical(vb)
+			if string(ca) != string(cb) {
+				t.Fatalf("the rule %s covers %s: %q is %s, not %s as shown", s, second, k, cb, ca)
+			}
+		}
+	})
 }

@@ -22,13 +22,16 @@ type Standing struct {
 }
 
 // ArgumentPattern is one argument of a standing rule: its value exactly
-// (Glob false; canonical JSON for a value that is not a string), or a glob
-// over its text ("*" any run, "?" any one character; a value that is not a
-// string is matched as its JSON text), as the built-in rules match.
+// (Glob false), or a glob over its text ("*" any run, "?" any one
+// character; a value that is not a string is matched as its JSON text), as
+// the built-in rules match. An exact value that is not a string (a number,
+// true, an object) is its canonical JSON, JSON true: it matches only that
+// value, never the string of the same text (1 is not "1").
 type ArgumentPattern struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 	Glob  bool   `json:"glob,omitempty"`
+	JSON  bool   `json:"json,omitempty"`
 }
 
 // NewStanding is the rule a person is offered for approving a: the tool,
@@ -45,11 +48,11 @@ func NewStanding(a Action, widen []string, until time.Time) (Standing, error) {
 	}
 	s := Standing{Tool: a.Tool, Until: until}
 	for name, v := range args {
-		text, err := exactText(v)
+		text, isJSON, err := exactText(v)
 		if err != nil {
 			return Standing{}, err
 		}
-		s.Arguments = append(s.Arguments, ArgumentPattern{Name: name, Value: text})
+		s.Arguments = append(s.Arguments, ArgumentPattern{Name: name, Value: text, JSON: isJSON})
 	}
 	sort.Slice(s.Arguments, func(i, j int) bool { return s.Arguments[i].Name < s.Arguments[j].Name })
 	for _, w := range widen {
@@ -87,13 +90,14 @@ func (s Standing) names() string {
 // maxGlob is the longest glob a rule takes: every glob is shown whole.
 const maxGlob = 200
 
-// exactText is a value's canonical JSON, or a string's own text.
-func exactText(v any) (string, error) {
+// exactText is a string's own text, or (isJSON) the canonical JSON of a
+// value that is not a string.
+func exactText(v any) (text string, isJSON bool, err error) {
 	if s, ok := v.(string); ok {
-		return s, nil
+		return s, false, nil
 	}
 	b, err := marshalCanonical(v)
-	return string(b), err
+	return string(b), true, err
 }
 
 // Matches reports whether the rule covers a at now (zero: whenever): a
@@ -121,8 +125,8 @@ func (s Standing) Matches(a Action, now time.Time) bool {
 			}
 			continue
 		}
-		text, err := exactText(v)
-		if err != nil || text != p.Value {
+		text, isJSON, err := exactText(v)
+		if err != nil || isJSON != p.JSON || text != p.Value {
 			return false
 		}
 	}
@@ -140,7 +144,11 @@ func (s Standing) String() string {
 		if p.Glob {
 			op, room = "~", maxGlob+20
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %s", renderKey(p.Name), op, quoteFit(p.Value, room)))
+		value := quoteFit(p.Value, room)
+		if p.JSON && !p.Glob {
+			value = fitLine(p.Value, room) // 1, true, {"a":1}: not a string
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s", renderKey(p.Name), op, value))
 	}
 	text := EscapeLine(s.Tool)
 	if len(parts) > 0 {
