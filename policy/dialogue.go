@@ -127,7 +127,7 @@ func rememberRule(out io.Writer, req Request, next func(string) (string, error),
 	if err != nil {
 		return deny(rec, now, err.Error()), nil
 	}
-	fmt.Fprintf(out, "  remember: %s\n", exact)
+	fmt.Fprintf(out, "  remember: %s\n", exact.Redacted(req.Redact))
 	for try := 0; try < maxTries; try++ {
 		line, err := next("  widen arguments (name=glob ...) and end (for 1h), or empty to keep it as shown: ")
 		if err != nil {
@@ -142,7 +142,7 @@ func rememberRule(out io.Writer, req Request, next func(string) (string, error),
 			fmt.Fprintf(out, "  %s; try again\n", EscapeLine(err.Error()))
 			continue
 		}
-		fmt.Fprintf(out, "  the rule: %s\n", s)
+		fmt.Fprintf(out, "  the rule: %s\n", s.Redacted(req.Redact))
 		confirm, err := next("  Approve this call and remember the rule? [y/N] ")
 		if err != nil {
 			return rec, err
@@ -152,7 +152,7 @@ func rememberRule(out io.Writer, req Request, next func(string) (string, error),
 		}
 		rec.Approved, rec.At = true, now()
 		rec.Remember = &Remember{Widen: widen, Until: until}
-		rec.Reason = "approved and remembered by " + rec.By + ": " + s.String()
+		rec.Reason = "approved and remembered by " + rec.By + ": " + s.Redacted(req.Redact).String()
 		return rec, nil
 	}
 	return deny(rec, now, fmt.Sprintf("no valid rule in %d tries; not approved", maxTries)), nil

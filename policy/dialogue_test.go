@@ -82,10 +82,27 @@ func TestConverse(t *testing.T) {
 		})
 	}
 
+	// The rule is shown with the run's secrets redacted, as the arguments
+	// are; the record keeps what the run needs to rebuild it.
+	secret := req
+	secret.Action.Arguments = json.RawMessage(`{"path":"notes/a.txt","content":"token hunter2","n":7}`)
+	secret.Redact = func(b json.RawMessage) json.RawMessage {
+		return json.RawMessage(strings.ReplaceAll(string(b), "hunter2", "[redacted]"))
+	}
+	next, _ := lines("r", "path=notes/*", "y")
+	var shown strings.Builder
+	rec, err := Converse(&shown, secret, next, base, clock)
+	if err != nil || !rec.Approved || rec.Remember == nil {
+		t.Fatalf("remember with a secret: %+v %v", rec, err)
+	}
+	if strings.Contains(shown.String(), "hunter2") || strings.Contains(rec.Reason, "hunter2") || !strings.Contains(shown.String(), `content = "token [redacted]"`) {
+		t.Errorf("the rule shows a secret:\n%s\n%s", shown.String(), rec.Reason)
+	}
+
 	// A delegation offers neither an edit nor a rule.
-	next, _ := lines("e")
+	next, _ = lines("e")
 	var out strings.Builder
-	rec, _ := Converse(&out, Request{Action: Action{Type: Delegate, Target: "critic", Task: "x"}}, next, base, clock)
+	rec, _ = Converse(&out, Request{Action: Action{Type: Delegate, Target: "critic", Task: "x"}}, next, base, clock)
 	if rec.Approved || strings.Contains(out.String(), "edit the arguments") {
 		t.Errorf("a delegation: %+v\n%s", rec, out.String())
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -162,4 +163,27 @@ func (s Standing) String() string {
 		text += ", for the rest of the run"
 	}
 	return text
+}
+
+// Redacted is the rule to show a person, with redact (Request.Redact)
+// taking the run's secrets out of every value; nil: as it is. It is for
+// showing only: the rule kept matches the exact values.
+func (s Standing) Redacted(redact func(json.RawMessage) json.RawMessage) Standing {
+	if redact == nil {
+		return s
+	}
+	out := s
+	out.Arguments = make([]ArgumentPattern, len(s.Arguments))
+	for i, p := range s.Arguments {
+		if p.JSON && !p.Glob {
+			p.Value = string(redact(json.RawMessage(p.Value)))
+		} else if b, err := json.Marshal(p.Value); err == nil {
+			var v string
+			if json.Unmarshal(redact(b), &v) == nil {
+				p.Value = v
+			}
+		}
+		out.Arguments[i] = p
+	}
+	return out
 }
