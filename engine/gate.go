@@ -434,7 +434,7 @@ func (r *run) recordApproval(a policy.Action, rec policy.ApprovalRecord, err err
 	d := rec.PersonDecision()
 	switch {
 	case errors.Is(err, ErrNoApprover):
-		data.Reason = "needs a person's approval, and none can be asked in this run (no terminal, and no approval queue: --non-interactive, or CI)"
+		data.Reason = "needs a person's approval, and nobody can be asked in this run (no terminal and no approval queue: --non-interactive, CI or --approver none; --approver queue asks through symbi approve)"
 		data.Code, data.Via = journal.NoApprover, ""
 		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
 	case err != nil:
