@@ -52,13 +52,16 @@ var allowed = map[string][]string{
 
 	// What a plan needs at run time, beside the plan.
 	"plan/eval": {"plan", "stdlib"},
+	// The tool lock file: read by the compiler, checked by the toolbox,
+	// written by symbi lock.
+	"lockfile": {"plan"},
 
 	// Leaves over plans.
 	"policy":              {"plan", "seal"},
 	"budget":              {"plan", "provider"},
 	"routing":             {"plan"},
 	"convo":               {"plan", "provider", "stdlib"},
-	"builtins":            {"internal/backoff", "knowledge", "plan", "policy", "stdlib"},
+	"builtins":            {"internal/backoff", "knowledge", "lockfile", "plan", "policy", "stdlib"},
 	"journal":             {"budget", "policy", "provider", "seal"},
 	"journal/render":      {"budget", "journal", "policy"},
 	"provider/openai":     {"internal/backoff", "plan", "provider"},
@@ -68,7 +71,7 @@ var allowed = map[string][]string{
 	"provider/cassette":   {"provider"},
 
 	// The compiler.
-	"interp": {"budget", "builtins", "lang", "plan", "policy", "stdlib"},
+	"interp": {"budget", "builtins", "lang", "lockfile", "plan", "policy", "stdlib"},
 
 	// OpenTelemetry's SDK and exporters, set up from the plan's telemetry
 	// block and the environment; only the command line starts it.
@@ -97,7 +100,7 @@ var allowed = map[string][]string{
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"decisionlog", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry"},
+	"cmd/symbi": {"decisionlog", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
@@ -113,7 +116,7 @@ var thirdParty = []struct {
 	{"github.com/cedar-policy/cedar-go", []string{"policy"},
 		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"builtins"},
-		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
+		append([]string{"lang", "lockfile", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"github.com/google/jsonschema-go", []string{"builtins"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
 	{"go.etcd.io/bbolt", []string{"knowledge"},
@@ -122,7 +125,7 @@ var thirdParty = []struct {
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/anthropic", "provider/scripted"}, enginePure...)},
 	{"github.com/anthropics/anthropic-sdk-go/v2", []string{"provider/anthropic"},
 		append([]string{"lang", "plan", "plan/eval", "stdlib", "interp", "policy", "budget", "journal", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}, enginePure...)},
-	{"github.com/hashicorp/hcl/v2", []string{"lang", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "symbitest", "cmd/symbi"},
+	{"github.com/hashicorp/hcl/v2", []string{"lang", "lockfile", "stdlib", "plan/eval", "interp", "internal/hclfmt", "repl", "symbitest", "cmd/symbi"},
 		[]string{"plan", "seal", "provider", "budget", "routing", "knowledge"}},
 	// The OpenTelemetry SDK and its console exporters are set up by
 	// telemetry alone; the engine emits through the API

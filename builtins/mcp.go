@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,15 @@ type mcpSession struct {
 	exec toolExecution
 	// withheld are the server's tools the toolbox does not offer.
 	withheld []Withheld
+	// argv and dir are how a stdio server was started, for the lock.
+	argv []string
+	dir  string
+	// listChanged is set when the server says its tools changed
+	// (notifications/tools/list_changed), until Refresh checks the new
+	// list; hidden are the tools on_drift = "hide_tool" keeps from the
+	// toolbox.
+	listChanged atomic.Bool
+	hidden      map[string]bool
 
 	// life is cancelled when close begins: calls still in flight end then,
 	// because the SDK's Close waits for every outstanding call, and a call
@@ -85,6 +95,7 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 			return nil, fmt.Errorf("%s: %w", s.Address, err)
 		}
 		dir := tb.commandDir("", argv)
+		sess.argv, sess.dir = argv, dir
 		// Not CommandContext: the server lives as long as the toolbox, not
 		// as long as the context that created it. Close ends it.
 		cmd := exec.Command(argv[0], argv[1:]...)
@@ -116,21 +127,42 @@ func (tb *Toolbox) connectMCP(ctx context.Context, s plan.MCPServer) (*mcpSessio
 		return nil, fmt.Errorf("%s: neither command nor url", s.Address)
 	}
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "symbi", Version: "0.1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "symbi", Version: "0.1"}, &mcp.ClientOptions{
+		// Only noted here: the new list is listed and checked against the
+		// lock (Toolbox.Refresh) before anything uses it.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { sess.listChanged.Store(true) },
+	})
 	cs, err := client.Connect(cctx, transport, nil)
 	if err != nil {
 		sess.killGroup()
 		return nil, fail(Transport, s.Address, fmt.Errorf("connecting: %w%s", sess.scrub(err), sess.stderrSuffix()))
 	}
 	sess.session = cs
-	for t, err := range cs.Tools(cctx, nil) {
-		if err != nil {
-			sess.close()
-			return nil, fail(Transport, s.Address, fmt.Errorf("listing tools: %w%s", sess.scrub(err), sess.stderrSuffix()))
-		}
-		sess.tools = append(sess.tools, t)
+	tools, err := sess.list(cctx)
+	if err != nil {
+		sess.close()
+		return nil, fail(Transport, s.Address, err)
 	}
+	sess.tools = tools
 	return sess, nil
+}
+
+// list lists the server's tools.
+func (s *mcpSession) list(ctx context.Context) ([]*mcp.Tool, error) {
+	timeout := s.srv.Timeout.Std()
+	if timeout <= 0 {
+		timeout = plan.DefaultMCPServerTimeout.Std()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var tools []*mcp.Tool
+	for t, err := range s.session.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("listing tools: %w%s", s.scrub(err), s.stderrSuffix())
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
 }
 
 // launchedTransport starts a stdio server through the toolbox's launcher,
@@ -308,6 +340,7 @@ func (s *mcpSession) entries(now func() time.Time) ([]*entry, error) {
 			maxOutput: mcpMaxOutputBytes,
 			keyed:     true,
 			breaker:   newBreakerOf(s.srv.CircuitBreaker, now),
+			server:    s,
 		})
 	}
 	return out, nil

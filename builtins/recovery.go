@@ -201,7 +201,7 @@ func (tb *Toolbox) fallback(ctx context.Context, orig policy.Action, failure err
 	for i, addr := range s.Tools {
 		name := strings.TrimPrefix(addr, "tool.")
 		event(StrategyFallback, i+1, fmt.Errorf("trying %s: %w", name, failure))
-		e, ok := tb.tools[name]
+		e, ok := tb.entryOf(name)
 		if !ok {
 			failure = fail(Error, name, fmt.Errorf("fallback: %w %q", ErrUnknownTool, name))
 			continue

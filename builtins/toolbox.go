@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/symbi-dev/symbi/lockfile"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
@@ -96,6 +97,18 @@ type Options struct {
 	// tool's TRACEPARENT); end is called once with the outcome. The engine
 	// makes a span of each call.
 	Observe func(ctx context.Context, c Call) (context.Context, func(CallEnd))
+	// Lock is what the configuration's lock file pins: every server and
+	// command tool is checked against it when the toolbox starts, and a
+	// server's new tool list (list_changed) before it is used. Nil checks
+	// nothing.
+	Lock *plan.Lock
+	// OnDrift settles a drift of a command tool, and of a server whose
+	// plan entry says nothing (plan.Settings.OnDrift); empty:
+	// plan.DefaultOnDrift.
+	OnDrift string
+	// ExecutableCache is the file that remembers executables' digests
+	// between runs (lockfile.Hasher); "" digests every executable afresh.
+	ExecutableCache string
 }
 
 // Info describes one tool as the model and the policies see it.
@@ -191,17 +204,30 @@ type entry struct {
 	check func(args json.RawMessage) error
 	// keyed executors pass the call's idempotency key on to the tool.
 	keyed bool
+	// server is the MCP server an MCP tool calls; wrapped marks a tool
+	// block over one of its tools, which a new tool list does not replace.
+	server  *mcpSession
+	wrapped bool
 }
 
 // Toolbox holds the tools of one run. It is safe for concurrent use.
 type Toolbox struct {
-	opts     Options
-	tools    map[string]*entry
-	order    []string
-	sessions []*mcpSession
-	cache    *resultCache
-	ws       *workspace // the file builtins' root and its protected paths
-	launch   launcher
+	opts Options
+	// toolsMu guards tools, order, drifts and generation: a server's new
+	// tool list replaces its entries while calls go on (Refresh).
+	toolsMu    sync.RWMutex
+	tools      map[string]*entry
+	order      []string
+	drifts     []Drift
+	generation uint64
+
+	sessions     []*mcpSession
+	commandTools []plan.Tool // checked against the lock, pinned by symbi lock
+	hasher       *lockfile.Hasher
+	refreshMu    sync.Mutex // one Refresh at a time: it replaces a server's tools
+	cache        *resultCache
+	ws           *workspace // the file builtins' root and its protected paths
+	launch       launcher
 
 	withheld []Withheld
 
@@ -244,6 +270,7 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		cache:       newResultCache(1024),
 		ws:          newWorkspace(opts.Workspace, protected),
 		llmAttempts: map[string]int{},
+		hasher:      &lockfile.Hasher{Cache: opts.ExecutableCache},
 	}
 	defer func() {
 		if err != nil {
@@ -268,12 +295,26 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 		}
 	}
 	for _, t := range tools {
+		if t.Executor.Kind == "command" && t.Executor.Command != nil && len(t.Executor.Command.Argv) > 0 {
+			tb.commandTools = append(tb.commandTools, t)
+		}
+	}
+	hiddenCommands, err := tb.checkLock()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tools {
+		if hiddenCommands[t.Address] {
+			continue
+		}
 		var e *entry
 		e, err = tb.newEntry(t, byServer)
 		var w *withheldErr
 		if errors.As(err, &w) {
 			tb.withheld = append(tb.withheld, Withheld{Name: w.tool, Source: t.Address, Reason: w.reason})
-			err = nil
+			continue
+		}
+		if errors.Is(err, errHidden) {
 			continue
 		}
 		if err != nil {
@@ -290,6 +331,9 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 			return nil, err
 		}
 		for _, e := range ents {
+			if sess.hidden[e.info.Name] {
+				continue
+			}
 			own := e.info.Name
 			if tb.nameTaken(own) {
 				e.info.Name = sess.name + "__" + own
@@ -308,11 +352,54 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 // offer, and why: tools that require MCP task augmentation, which no call
 // symbi can make would run (see mcptasks.go). A tool block that wraps such
 // a tool is withheld too, under the block's address.
-func (tb *Toolbox) Withheld() []Withheld { return slices.Clone(tb.withheld) }
+func (tb *Toolbox) Withheld() []Withheld {
+	tb.toolsMu.RLock()
+	defer tb.toolsMu.RUnlock()
+	return slices.Clone(tb.withheld)
+}
+// checkLock checks every server and command tool against the lock, when
+// there is one: drifts that on_drift refuses fail the toolbox, all of them
+// in one DriftError; hidden tools are marked on their server (and the
+// command tools to leave out returned).
+func (tb *Toolbox) checkLock() (map[string]bool, error) {
+	if tb.opts.Lock == nil {
+		return nil, nil
+	}
+	var refused []lockfile.Change
+	for _, s := range tb.sessions {
+		hidden, drifts, ref, err := tb.checkServer(s, false)
+		if err != nil {
+			return nil, err
+		}
+		s.hidden = hidden
+		tb.drifts = append(tb.drifts, drifts...)
+		refused = append(refused, ref...)
+	}
+	hiddenCommands := map[string]bool{}
+	for _, t := range tb.commandTools {
+		hide, drifts, ref, err := tb.checkCommand(t)
+		if err != nil {
+			return nil, err
+		}
+		hiddenCommands[t.Address] = hide
+		tb.drifts = append(tb.drifts, drifts...)
+		refused = append(refused, ref...)
+	}
+	if len(refused) > 0 {
+		return nil, &DriftError{LockFile: tb.opts.Lock.File, Changes: refused}
+	}
+	return hiddenCommands, nil
+}
+
+// errHidden: newEntry's tool wraps a server tool that on_drift hides.
+var errHidden = errors.New("hidden by on_drift")
 
 // nameTaken reports whether a server's tool may not take name: a tool of
-// the toolbox has it, or it is reserved.
-func (tb *Toolbox) nameTaken(name string) bool {
+// the toolbox has it, or it is reserved. The caller holds toolsMu, or the
+// toolbox is still being built.
+func (tb *Toolbox) nameTaken(name string) bool { return tb.nameTakenLocked(name) }
+
+func (tb *Toolbox) nameTakenLocked(name string) bool {
 	_, taken := tb.tools[name]
 	return taken || ReservedToolName(name) || slices.Contains(tb.opts.Reserved, name)
 }
@@ -395,6 +482,9 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		if sess == nil {
 			return nil, fmt.Errorf("mcp server %s was not passed to the toolbox", m.Server)
 		}
+		if sess.hidden[m.Tool] {
+			return nil, errHidden
+		}
 		mt := sess.tool(m.Tool)
 		if mt == nil {
 			return nil, fmt.Errorf("%s has no tool %q (it has %s)", m.Server, m.Tool, strings.Join(sess.toolNames(), ", "))
@@ -422,6 +512,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		e.info.Server, e.info.ServerTool = m.Server, m.Tool
 		e.run = sess.callRun(m.Tool)
 		e.keyed = true
+		e.server, e.wrapped = sess, true
 	case "fixed":
 		f := t.Executor.Fixed
 		if f == nil {
@@ -463,6 +554,8 @@ func fixedRun(f plan.FixedExec) runFunc {
 // Tools lists every tool in a stable order: configured tools as given, then
 // each server's tools in the server's order.
 func (tb *Toolbox) Tools() []Info {
+	tb.toolsMu.RLock()
+	defer tb.toolsMu.RUnlock()
 	out := make([]Info, 0, len(tb.order))
 	for _, n := range tb.order {
 		out = append(out, tb.tools[n].info)
@@ -471,11 +564,23 @@ func (tb *Toolbox) Tools() []Info {
 }
 
 // Names lists the tool names in the order of Tools, for ApplyProfile.
-func (tb *Toolbox) Names() []string { return append([]string(nil), tb.order...) }
+func (tb *Toolbox) Names() []string {
+	tb.toolsMu.RLock()
+	defer tb.toolsMu.RUnlock()
+	return append([]string(nil), tb.order...)
+}
+
+// entryOf is the tool named name, if the toolbox has it now.
+func (tb *Toolbox) entryOf(name string) (*entry, bool) {
+	tb.toolsMu.RLock()
+	defer tb.toolsMu.RUnlock()
+	e, ok := tb.tools[name]
+	return e, ok
+}
 
 // Info describes one tool.
 func (tb *Toolbox) Info(name string) (Info, bool) {
-	e, ok := tb.tools[name]
+	e, ok := tb.entryOf(name)
 	if !ok {
 		return Info{}, false
 	}
@@ -485,14 +590,14 @@ func (tb *Toolbox) Info(name string) (Info, bool) {
 // TakesIdempotencyKey reports whether the tool passes its call's
 // idempotency key on (command, http and MCP tools; see WithCallScope).
 func (tb *Toolbox) TakesIdempotencyKey(name string) bool {
-	e, ok := tb.tools[name]
+	e, ok := tb.entryOf(name)
 	return ok && e.keyed
 }
 
 // BreakerState reports a tool's circuit breaker state; false when the tool
 // has none (its block turned it off).
 func (tb *Toolbox) BreakerState(name string) (BreakerState, bool) {
-	e, ok := tb.tools[name]
+	e, ok := tb.entryOf(name)
 	if !ok || e.breaker == nil {
 		return "", false
 	}
@@ -520,11 +625,11 @@ func (tb *Toolbox) Validate(name string, args json.RawMessage) error {
 }
 
 func (tb *Toolbox) lookup(name string) (*entry, error) {
-	e, ok := tb.tools[name]
+	e, ok := tb.entryOf(name)
 	if !ok {
 		msg := fmt.Errorf("%w %q", ErrUnknownTool, name)
-		if len(tb.order) > 0 {
-			msg = fmt.Errorf("%w %q (available: %s)", ErrUnknownTool, name, strings.Join(tb.order, ", "))
+		if names := tb.Names(); len(names) > 0 {
+			msg = fmt.Errorf("%w %q (available: %s)", ErrUnknownTool, name, strings.Join(names, ", "))
 		}
 		return nil, fail(InvalidArguments, name, msg)
 	}
@@ -547,7 +652,7 @@ func (tb *Toolbox) callApproved(ctx context.Context, call policy.Approved, timeo
 	if err != nil {
 		return Result{}, err
 	}
-	if e, ok := tb.tools[name]; ok && e.keyed {
+	if e, ok := tb.entryOf(name); ok && e.keyed {
 		ctx = withIdempotencyKey(ctx, a.CallID)
 	}
 	if tb.opts.Observe != nil {
@@ -599,6 +704,11 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, fail(Error, name, fmt.Errorf("cancelled before it started: %w", err))
+	}
+	if e.server != nil && tb.opts.Lock != nil && e.server.listChanged.Load() {
+		// The server said its tools changed and the new list has not been
+		// checked against the lock: what this name does now is unknown.
+		return Result{}, fail(Error, name, fmt.Errorf("%s changed its tools since this call was decided, and the new list has not been checked against %s yet; not run", e.server.address, orLockFile(tb.opts.Lock.File)))
 	}
 	probe := false
 	if e.breaker != nil {

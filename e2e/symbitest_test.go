@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 	"github.com/symbi-dev/symbi/provider/fakeserver"
 )
@@ -562,7 +563,7 @@ func TestExamplesTests(t *testing.T) {
 	dir := examplesCopy(t)
 	configs, _ := filepath.Glob(filepath.Join(dir, "*.hcl"))
 	for _, c := range configs {
-		if lang.IsTestFile(c) {
+		if lang.IsTestFile(c) || strings.HasSuffix(c, plan.LockFileSuffix) {
 			continue
 		}
 		if _, err := os.Stat(strings.TrimSuffix(c, ".hcl") + lang.TestFileSuffix); err != nil {

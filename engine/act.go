@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -85,6 +87,16 @@ func (r *run) act(ctx context.Context, gs []gated) ([]observation, error) {
 		}
 		for j, i := range callIdx {
 			obs[i] = results[j]
+		}
+	}
+	for i, g := range gs {
+		if g.ok && g.editedBy != "" {
+			// The model must know its call did not run as it wrote it.
+			var args bytes.Buffer
+			if json.Compact(&args, g.approved.Action().Arguments) != nil {
+				args.Write(g.approved.Action().Arguments)
+			}
+			obs[i].content = fmt.Sprintf("[ran with arguments edited by %s: %s] %s", g.editedBy, args.Bytes(), obs[i].content)
 		}
 	}
 	for i, g := range gs {

@@ -83,7 +83,7 @@ policy "rules" {
 	for _, msg := range lastToolMessages(m.Requests()[1]) {
 		got = append(got, msg.Content)
 	}
-	if len(got) != 3 || !strings.HasPrefix(got[0], "[policy denied]") || got[1] != "4" || got[2] != "6" {
+	if len(got) != 3 || !strings.HasPrefix(got[0], "[not approved: denied_by_approver]") || got[1] != "4" || got[2] != "6" {
 		t.Errorf("observations %q, want the first denied and the others run", got)
 	}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/symbi-dev/symbi/budget"
 	"github.com/symbi-dev/symbi/decisionlog"
 	"github.com/symbi-dev/symbi/engine/internal/redact"
+	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -177,6 +178,12 @@ type Result struct {
 	Reserved   budget.Amount
 	Iterations int
 	Elapsed    time.Duration
+	// Shadow is, per policy in shadow mode, on how many actions it
+	// disagreed with what was enforced.
+	Shadow []journal.ShadowTally
+	// Approvals counts the answers people gave (or could not give), by
+	// code.
+	Approvals journal.ApprovalTally
 }
 
 // ErrModeUnavailable is returned for a loop mode the engine does not know

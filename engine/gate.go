@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,11 @@ type gated struct {
 	note     string // when refused: the observation the model sees
 	decision policy.Decision
 	trail    []policy.Decision
+	shadow   []policy.Decision // the shadow policies' decisions, never enforced
+	// modelArgs and editedBy: a person approved other arguments than the
+	// model's (action holds theirs, gated again).
+	modelArgs json.RawMessage
+	editedBy  string
 }
 
 // gateAction decides one action: known tool, side-effect mode, schema,
@@ -37,7 +43,11 @@ func (r *run) gateAction(ctx context.Context, a policy.Action) gated {
 	ctx, end := r.gateSpan(ctx, a)
 	g, v := r.decide(ctx, a)
 	if v.Ask {
-		g = r.answered(g, r.awaitAsk(ctx, v, r.requestAsk(v)))
+		ans, ok := r.standingAnswer(v)
+		if !ok {
+			ans = r.awaitAsk(ctx, v, r.requestAsk(v), &g)
+		}
+		g = r.answered(g, ans)
 	}
 	end(g)
 	return g
@@ -64,7 +74,7 @@ func (r *run) decide(ctx context.Context, a policy.Action) (gated, policy.Verdic
 		return gated{action: a, kind: kind, note: note, decision: policy.Decision{Outcome: policy.Deny, Reason: note, Engine: "engine"}}, policy.Verdict{}
 	}
 	v := r.chain.Gate(ctx, r.policyInput(a))
-	g := gated{action: a, raw: changed(raw, a.Arguments), decision: v.Decision, trail: v.Decisions}
+	g := gated{action: a, raw: changed(raw, a.Arguments), decision: v.Decision, trail: v.Decisions, shadow: v.Shadow}
 	if v.Ask {
 		return g, v
 	}
@@ -80,16 +90,31 @@ func (r *run) decide(ctx context.Context, a policy.Action) (gated, policy.Verdic
 type personAnswer struct {
 	approved policy.Approved
 	decision policy.Decision
+	note     string // when not empty, the model's observation of a refusal
 }
 
 // answered is g once a person answered its ask.
 func (r *run) answered(g gated, a personAnswer) gated {
 	g.trail = append(g.trail, a.decision)
 	if !a.approved.Valid() {
-		return g.refuse(a.decision.Reason)
+		g = g.refuse(a.decision.Reason)
+		if a.note != "" {
+			g.note = a.note
+		}
+		if a.decision.Engine != "person" {
+			g.decision = a.decision // the edited arguments' own gate denied them
+		}
+		return g
 	}
 	g.approved, g.ok, g.decision = a.approved, true, a.decision
 	return g
+}
+
+// standingAnswer answers an ask from a rule a person remembered earlier in
+// the run, when one covers it: nobody is asked, nothing is requested.
+func (r *run) standingAnswer(v policy.Verdict) (personAnswer, bool) {
+	approved, d, ok := r.standingApproval(v)
+	return personAnswer{approved: approved, decision: d}, ok
 }
 
 // decideAll gates the actions of one model turn. Every policy decides
@@ -121,24 +146,34 @@ func (r *run) decideAll(ctx context.Context, out []gated, actions []policy.Actio
 	if len(asks) == 0 {
 		return
 	}
+	// A rule a person remembered earlier in the run answers what it
+	// covers; the rest are asked.
 	journalled := make([]error, len(actions))
+	pending := asks[:0]
 	for _, i := range asks {
+		if ans, ok := r.standingAnswer(verdicts[i]); ok {
+			out[i] = r.answered(out[i], ans)
+			ends[i](out[i])
+			continue
+		}
+		pending = append(pending, i)
 		journalled[i] = r.requestAsk(verdicts[i])
 	}
+	ask := func(i int) {
+		ans := r.awaitAsk(ctxs[i], verdicts[i], journalled[i], &out[i])
+		out[i] = r.answered(out[i], ans)
+		ends[i](out[i])
+	}
 	ca, concurrent := r.e.opts.Approver.(policy.ConcurrentApprover)
-	if !concurrent || !ca.AsksConcurrently() || len(asks) == 1 {
-		for _, i := range asks {
-			out[i] = r.answered(out[i], r.awaitAsk(ctxs[i], verdicts[i], journalled[i]))
-			ends[i](out[i])
+	if !concurrent || !ca.AsksConcurrently() || len(pending) < 2 {
+		for _, i := range pending {
+			ask(i)
 		}
 		return
 	}
 	var wg sync.WaitGroup
-	for _, i := range asks {
-		wg.Go(func() {
-			out[i] = r.answered(out[i], r.awaitAsk(ctxs[i], verdicts[i], journalled[i]))
-			ends[i](out[i])
-		})
+	for _, i := range pending {
+		wg.Go(func() { ask(i) })
 	}
 	wg.Wait()
 }
@@ -318,32 +353,154 @@ func (r *run) requestAsk(v policy.Verdict) error {
 
 // awaitAsk puts a verdict that needs a person before the approver, once
 // its question is journalled (journalled is requestAsk's error), and
-// journals the answer. No approver, an error or a timeout is a denial. It
-// may run beside the awaitAsk of another action of the same turn.
-func (r *run) awaitAsk(ctx context.Context, v policy.Verdict, journalled error) personAnswer {
-	approved, d := r.resolveAsk(ctx, v, journalled)
-	return personAnswer{approved: approved, decision: d}
+// journals the answer (resolveAsk). It may run beside the awaitAsk of
+// another action of the same turn; g is its own action's.
+func (r *run) awaitAsk(ctx context.Context, v policy.Verdict, journalled error, g *gated) personAnswer {
+	approved, d, note := r.resolveAsk(ctx, v, journalled, g)
+	return personAnswer{approved: approved, decision: d, note: note}
 }
 
-func (r *run) resolveAsk(ctx context.Context, v policy.Verdict, journalled error) (policy.Approved, policy.Decision) {
+// maxEdits bounds how often a person's edited arguments may be refused
+// (they fail the tool's schema) before the action is denied.
+const maxEdits = 3
+
+// resolveAsk puts a verdict that needs a person before the approver and
+// journals the answer (the first question is journalled already:
+// journalled is requestAsk's error); the note, when not empty, is the
+// model's observation of a refusal. No approver, an error or a timeout is
+// a denial, each with its code. A person's edited arguments are checked as
+// the model's are (schema, canonical form) and go through the gate again:
+// a deny there is final, an ask is answered by the person's approval of
+// exactly those arguments; arguments that fail the schema are asked about
+// again, with why (a new approval_requested).
+func (r *run) resolveAsk(ctx context.Context, v policy.Verdict, journalled error, g *gated) (policy.Approved, policy.Decision, string) {
 	a := v.Action
-	if journalled != nil {
-		// An approval with no record is no audit trail: fail closed.
-		return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval request could not be journalled: " + journalled.Error()}
+	reason := ""
+	for try := 1; ; try++ {
+		err := journalled
+		if try > 1 {
+			err = r.record(journal.ApprovalRequested, journal.ApprovalRequestedData{CallID: a.CallID, Tool: actionTarget(a), Arguments: a.Arguments, ArgumentsDigest: policy.ArgumentsDigest(a), Reason: reason})
+		}
+		if err != nil {
+			// An approval with no record is no audit trail: fail closed.
+			return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval request could not be journalled: " + err.Error()}, ""
+		}
+		var approved policy.Approved
+		var rec policy.ApprovalRecord
+		if r.e.opts.Approver == nil {
+			err = ErrNoApprover
+		} else {
+			approved, rec, err = r.chain.Resolve(ctx, v, r.e.opts.Approver, r.approvalRequest(a, reason, 0))
+		}
+		d, code := r.recordApproval(a, rec, err)
+		if d.Outcome == policy.Deny {
+			return policy.Approved{}, d, approvalNote(code, d.Reason)
+		}
+		if len(rec.Arguments) == 0 {
+			r.remember(approved.Action(), rec)
+			return approved, d, ""
+		}
+		// Edited: the person's arguments, checked and gated like the model's.
+		edited := a
+		edited.Arguments = rec.Arguments
+		if note, _, ok := r.precheck(&edited); !ok {
+			if try >= maxEdits {
+				d := policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: fmt.Sprintf("the arguments %s approved were refused %d times: %s", rec.By, try, note)}
+				return policy.Approved{}, d, approvalNote(journal.DeniedByApprover, d.Reason)
+			}
+			reason = fmt.Sprintf("the arguments %s approved were refused (%s): approve the model's, give others, or deny", rec.By, note)
+			continue
+		}
+		// The canonical form of what the person wrote (a path made
+		// workspace-relative) is what they approved.
+		rec.Arguments = edited.Arguments
+		v2 := r.chain.Gate(ctx, r.policyInput(edited))
+		g.trail = append(g.trail, v2.Decisions...)
+		g.modelArgs, g.editedBy, g.action = a.Arguments, rec.By, v2.Action
+		if v2.Decision.Outcome == policy.Deny || !v2.Approved.Valid() && !v2.Ask {
+			d := v2.Decision
+			d.Reason = fmt.Sprintf("the arguments %s approved were denied: %s", rec.By, d.Reason)
+			return policy.Approved{}, d, ""
+		}
+		approved, err = r.chain.ApproveEdited(v2, rec)
+		if err != nil {
+			// A policy changed the person's arguments on the way: they
+			// have not seen these, so they are asked about them.
+			if try >= maxEdits {
+				d := policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: err.Error()}
+				return policy.Approved{}, d, approvalNote(journal.DeniedByApprover, d.Reason)
+			}
+			v, a, reason = v2, v2.Action, "the policies changed the arguments you approved; approve these, or deny"
+			continue
+		}
+		r.remember(approved.Action(), rec)
+		return approved, d, ""
 	}
-	var approved policy.Approved
-	var rec policy.ApprovalRecord
-	var err error
-	if r.e.opts.Approver == nil {
-		err = ErrNoApprover
-	} else {
-		approved, rec, err = r.chain.Resolve(ctx, v, r.e.opts.Approver, r.approvalRequest(a, "", 0))
+}
+
+// approvalNote is the model's observation of an action a person did not
+// approve: the code first, so the model can tell nobody there from a no.
+func approvalNote(code, reason string) string {
+	if code == "" {
+		return ""
 	}
-	d := r.recordApproval(a, rec, err)
-	if d.Outcome == policy.Deny {
-		approved = policy.Approved{}
+	return fmt.Sprintf("[not approved: %s] %s", code, reason)
+}
+
+// standing is a rule a person said to remember, and who.
+type standing struct {
+	rule policy.Standing
+	by   string
+}
+
+// standingApproval answers an ask from a rule a person remembered earlier
+// in the run, when one covers the action; the answer is journalled like a
+// person's, via "standing".
+func (r *run) standingApproval(v policy.Verdict) (policy.Approved, policy.Decision, bool) {
+	now := r.e.opts.Now()
+	r.approvalMu.Lock()
+	rules := slices.Clone(r.standing)
+	r.approvalMu.Unlock()
+	for _, s := range rules {
+		if !s.rule.Matches(v.Action, now) {
+			continue
+		}
+		rec := policy.ApprovalRecord{Approved: true, By: s.by, At: now, Via: "standing", Reason: "approved by the rule " + s.by + " said to remember: " + s.rule.String()}
+		approved, err := r.chain.ApproveStanding(v, s.rule, rec, now)
+		if err != nil {
+			continue
+		}
+		a := v.Action
+		data := journal.ApprovalDecidedData{CallID: a.CallID, Tool: actionTarget(a), Approved: true, By: s.by, Reason: rec.Reason, Via: "standing", Rule: s.rule.String()}
+		if err := r.record(journal.ApprovalDecided, data); err != nil {
+			return policy.Approved{}, policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval could not be journalled: " + err.Error()}, true
+		}
+		r.approvalMu.Lock()
+		r.approvals.Add(data)
+		r.approvalMu.Unlock()
+		return approved, rec.PersonDecision(), true
 	}
-	return approved, d
+	return policy.Approved{}, policy.Decision{}, false
+}
+
+// remember keeps the rule a person confirmed with their approval of a,
+// and journals it; one that does not cover a (a hand-made decision) is
+// not kept.
+func (r *run) remember(a policy.Action, rec policy.ApprovalRecord) {
+	if rec.Remember == nil || !rec.Approved {
+		return
+	}
+	s, err := policy.NewStanding(a, rec.Remember.Widen, rec.Remember.Until)
+	if err != nil {
+		_ = r.record(journal.ApprovalRejected, journal.ApprovalRejectedData{CallID: a.CallID, Tool: actionTarget(a), RequestID: rec.ID, Reason: "the rule to remember was refused: " + err.Error(), Approved: true, By: rec.By})
+		return
+	}
+	if err := r.record(journal.ApprovalRemembered, journal.ApprovalRememberedData{CallID: a.CallID, Tool: a.Tool, Rule: s.String(), Standing: s, By: rec.By}); err != nil {
+		return // a rule with no record is not kept
+	}
+	r.approvalMu.Lock()
+	r.standing = append(r.standing, standing{rule: s, by: rec.By})
+	r.approvalMu.Unlock()
 }
 
 // escalate asks a person whether a failed call should run again (the
@@ -364,7 +521,8 @@ func (r *run) escalate(ctx context.Context, a policy.Action, queue string, timeo
 		// same instant; whichever fired, nobody answered in time.
 		rec, err = policy.TimeoutRecord("", timeout, r.e.opts.Now()), nil
 	}
-	d := r.recordApproval(a, rec, err)
+	rec = plainAnswer(rec)
+	d, _ := r.recordApproval(a, rec, err)
 	if err != nil {
 		return false, err
 	}
@@ -397,23 +555,47 @@ func (r *run) approvalRequest(a policy.Action, reason string, timeout time.Durat
 }
 
 // recordApproval journals a person's answer (or the failure to get one)
-// and returns it as a decision.
-func (r *run) recordApproval(a policy.Action, rec policy.ApprovalRecord, err error) policy.Decision {
-	data := journal.ApprovalDecidedData{CallID: a.CallID, Tool: actionTarget(a), Approved: rec.Approved, By: rec.By, Reason: rec.Reason, TimedOut: rec.Via == "timeout"}
+// and returns it as a decision, with the code of a denial.
+func (r *run) recordApproval(a policy.Action, rec policy.ApprovalRecord, err error) (policy.Decision, string) {
+	data := journal.ApprovalDecidedData{CallID: a.CallID, Tool: actionTarget(a), Approved: rec.Approved, By: rec.By, Reason: rec.Reason, TimedOut: rec.Via == "timeout", Via: rec.Via}
+	if len(rec.Arguments) > 0 {
+		data.Arguments, data.ArgumentsDigest = rec.Arguments, policy.ArgumentsDigest(policy.Action{Type: policy.ToolCall, Arguments: rec.Arguments})
+	}
 	d := rec.PersonDecision()
 	switch {
 	case errors.Is(err, ErrNoApprover):
-		data.Reason = "needs a person's approval, and none can be asked in this run"
+		data.Reason = "needs a person's approval, and nobody can be asked in this run (no terminal and no approval queue: --non-interactive, CI or --approver none; --approver queue asks through symbi approve)"
+		data.Code, data.Via = journal.NoApprover, ""
 		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
 	case err != nil:
 		data.Reason = "asking for approval failed: " + err.Error()
+		data.Code = journal.ApprovalError
 		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: data.Reason}
+	case rec.Via == "timeout":
+		data.Code = journal.ApprovalTimeout
+	case !rec.Approved:
+		data.Code = journal.DeniedByApprover
 	}
 	if jerr := r.record(journal.ApprovalDecided, data); jerr != nil && d.Outcome != policy.Deny {
 		// A person's approval that left no record is not acted on.
 		d = policy.Decision{Outcome: policy.Deny, Engine: "person", Reason: "the approval could not be journalled: " + jerr.Error()}
+		data.Code = journal.ApprovalError
 	}
-	return d
+	r.approvalMu.Lock()
+	r.approvals.Add(data)
+	r.approvalMu.Unlock()
+	return d, data.Code
+}
+
+// plainAnswer is a yes or a no to a question that is not a gated call's
+// (run a failed call again?): edited arguments or a rule to remember do not
+// apply there, and an approval that brings them is not taken.
+func plainAnswer(rec policy.ApprovalRecord) policy.ApprovalRecord {
+	if rec.Approved && (len(rec.Arguments) > 0 || rec.Remember != nil) {
+		rec.Approved, rec.Arguments, rec.Remember = false, nil, nil
+		rec.Reason = "edited arguments and rules to remember apply to a call being decided, not to running one again: answer yes or no"
+	}
+	return rec
 }
 
 // ErrNoApprover is the cause of a denial that needed a person when the run
@@ -439,10 +621,11 @@ func (r *run) recordDecisions(gs []gated, hold bool) error {
 		if g.ok && d.Outcome != policy.Allow && d.Outcome != policy.Modify {
 			d = policy.Decision{Outcome: policy.Allow, Reason: d.Reason, Engine: "person", Policy: d.Policy}
 		}
-		data.Decisions[i] = journal.GateRecord{Action: g.action, RawArguments: g.raw, Decision: d, Trail: g.trail}
+		data.Decisions[i] = journal.GateRecord{Action: g.action, RawArguments: g.raw, Decision: d, Trail: g.trail, Shadow: g.shadow, ModelArguments: g.modelArgs, EditedBy: g.editedBy}
 		if !g.ok {
 			data.Denied++
 		}
+		r.shadow = journal.TallyShadow(r.shadow, data.Decisions[i])
 	}
 	if hold {
 		return r.hold(journal.PolicyEvaluated, data)
@@ -469,7 +652,11 @@ func (e *Engine) chain(ctx context.Context, a *plan.Agent, tools *agentTools) (*
 		if err != nil {
 			return nil, err
 		}
-		links = append(links, policy.Link{Address: addr, Gate: g})
+		link := policy.Link{Address: addr, Gate: g}
+		if p := e.plan.Policy(addr); p != nil {
+			link.Version, link.Shadow = policy.Version(*p), p.Mode == plan.PolicyModeShadow
+		}
+		links = append(links, link)
 	}
 	c := policy.NewChain(links, a.Loop.OnNoPolicy, validateDecided(tools.box))
 	for name, info := range tools.info {

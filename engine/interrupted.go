@@ -324,11 +324,12 @@ func (r *run) askRerun(ctx context.Context, a policy.Action) (bool, string, erro
 		return false, "", fmt.Errorf("journal: %w", err)
 	}
 	if r.e.opts.Approver == nil {
-		d := r.recordApproval(a, policy.ApprovalRecord{}, ErrNoApprover)
+		d, _ := r.recordApproval(a, policy.ApprovalRecord{}, ErrNoApprover)
 		return false, d.Reason, nil
 	}
 	rec, err := r.e.opts.Approver.Approve(ctx, policy.Request{RunID: r.id, Agent: r.name, Action: a, Reason: reason})
-	d := r.recordApproval(a, rec, err)
+	rec = plainAnswer(rec)
+	d, _ := r.recordApproval(a, rec, err)
 	if err != nil && ctx.Err() != nil {
 		return false, "", ctx.Err()
 	}

@@ -54,6 +54,11 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return false, err
 	}
 	r.iter++
+	// A server's new tool list is checked against the lock before the
+	// model is offered it.
+	if err := r.syncTools(ctx); err != nil {
+		return false, err
+	}
 	// The run keeps only what the context strategy would send, so a long
 	// run's memory stays bounded by token_budget; the journal has the rest.
 	if err := r.injectKnowledge(ctx); err != nil {
@@ -138,6 +143,11 @@ func (r *run) respond(ctx context.Context, resp provider.Response) error {
 // reason made of them for the journal (actionOf of each call), and is taken
 // as it is rather than made again.
 func (r *run) gateCalls(ctx context.Context, calls []provider.ToolCall, actions []policy.Action) ([]gated, error) {
+	// A list_changed that came while the model thought is settled first:
+	// a tool the lock no longer vouches for is not gated as if it were.
+	if err := r.syncTools(ctx); err != nil {
+		return nil, err
+	}
 	out := make([]gated, len(calls))
 	all := make([]policy.Action, len(calls))
 	skip := make([]bool, len(calls))

@@ -181,8 +181,8 @@ policy "rules" {
 		want string
 	}{
 		{"approved", &approver{yes: true}, "42"},
-		{"rejected", &approver{yes: false}, "[policy denied]"},
-		{"nobody to ask", nil, "[policy denied] needs a person's approval"},
+		{"rejected", &approver{yes: false}, "[not approved: denied_by_approver]"},
+		{"nobody to ask", nil, "[not approved: no_approver] needs a person's approval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := scriptedModel(t, `{"turns":[{"tool_calls":[{"id":"c1","name":"calculator","arguments":{"expression":"6*7"}}]},{"content":"done"}]}`)

@@ -101,6 +101,15 @@ type run struct {
 	paidAnswer bool
 	// span is the run's invoke_agent span; nil when telemetry is off.
 	span trace.Span
+	// shadow counts where the shadow policies disagreed with what was
+	// enforced, for the Result; approvals counts people's answers.
+	shadow    []journal.ShadowTally
+	approvals journal.ApprovalTally
+	// standing are the rules people said to remember in this run.
+	standing []standing
+	// approvalMu guards approvals and standing: the asks of one turn may
+	// be answered at once (decideAll).
+	approvalMu sync.Mutex
 }
 
 // DenialError is a final answer (or terminate) that the policies denied.
@@ -179,8 +188,8 @@ func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions)
 func answerIsDecided(p *plan.Plan, a *plan.Agent) bool {
 	for _, addr := range a.Policies {
 		pol := p.Policy(addr)
-		if pol == nil {
-			continue
+		if pol == nil || pol.Mode == plan.PolicyModeShadow {
+			continue // a shadow policy never decides what is shown
 		}
 		if pol.Kind != "rules" || pol.Rules == nil {
 			return true
@@ -318,6 +327,7 @@ func (r *run) recordStarted(resumeAfter int64) {
 		Ancestors: r.ro.Ancestors,
 		BaseDir:   absDir(r.e.opts.BaseDir),
 	})
+	r.startDrifts()
 }
 
 // execute runs the mode under the budget's deadline and always ends with a
@@ -380,6 +390,8 @@ func (r *run) conclude(t Termination, usage budget.Amount) *Result {
 		Reserved:    r.acct.Reserved().Amount(),
 		Iterations:  r.iter,
 		Elapsed:     r.e.opts.Now().Sub(r.start),
+		Shadow:      r.shadow,
+		Approvals:   r.approvals,
 	}
 	if t.Reason != Completed && (t.Reason != BudgetExceeded || !r.paidAnswer) {
 		res.Answer = ""

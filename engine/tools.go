@@ -31,6 +31,13 @@ type agentTools struct {
 	// names are the visible tools in the order the model sees them, and
 	// removed the servers' tools the profile took away.
 	names, removed []string
+	// gen is the toolbox's Generation these specs were made from: a
+	// server's new tool list (list_changed) makes new ones.
+	gen uint64
+	// configured and servers are what the toolbox was built from, for
+	// making the specs again.
+	configured map[string]bool
+	agent      *plan.Agent
 }
 
 // agentTools builds (once) the toolbox of agent a: its effective tools, its
@@ -55,6 +62,9 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		}
 	}
 	opts := e.toolboxOptions(tools)
+	opts.Lock = e.plan.Lock
+	opts.OnDrift = e.plan.Settings.OnDrift
+	opts.ExecutableCache = filepath.Join(e.opts.StateDir, "executables.json")
 	if addr := e.knowledgeOf(a, tools); addr != "" && !e.opts.Discovery {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {
@@ -69,15 +79,31 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: tools: %w", a.Address, err)
 	}
+	configured := map[string]bool{}
+	for _, t := range tools {
+		configured[strings.TrimPrefix(t.Address, "tool.")] = true
+	}
+	t, err := e.toolSpecs(&agentTools{box: box, configured: configured, agent: a}, len(servers) > 0)
+	if err != nil {
+		box.Close()
+		return nil, err
+	}
+	e.toolboxes[a.Address] = t
+	return t, nil
+}
+
+// toolSpecs fills t's specs and info from its toolbox as it is now: the
+// servers' tools filtered by the agent's profile, then the delegate and
+// terminate tools. It returns t.
+func (e *Engine) toolSpecs(t *agentTools, hasServers bool) (*agentTools, error) {
+	a, box, configured := t.agent, t.box, t.configured
+	t.gen = box.Generation()
+	t.specs, t.info = nil, map[string]builtins.Info{}
 	names := box.Names()
-	if len(servers) > 0 && a.ToolProfile != "" {
+	if hasServers && a.ToolProfile != "" {
 		if p := e.plan.ToolProfile(a.ToolProfile); p != nil {
 			// Configured tools were filtered by the compiler; the servers'
 			// tools are known only now.
-			configured := map[string]bool{}
-			for _, t := range tools {
-				configured[strings.TrimPrefix(t.Address, "tool.")] = true
-			}
 			var fromServers []string
 			for _, n := range names {
 				if !configured[n] {
@@ -91,7 +117,7 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			}
 		}
 	}
-	t := &agentTools{box: box, info: map[string]builtins.Info{}, names: names}
+	t.names, t.removed, t.withheld = names, nil, nil
 	for _, n := range box.Names() {
 		if !slices.Contains(names, n) {
 			t.removed = append(t.removed, n)
@@ -119,7 +145,6 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		t.specs = append(t.specs, terminateSpec())
 	}
 	t.specTokens = estimate.Tools(t.specs)
-	e.toolboxes[a.Address] = t
 	return t, nil
 }
 

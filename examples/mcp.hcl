@@ -5,6 +5,12 @@
 #
 #   symbi plan examples/mcp.hcl
 #   DOCS_MCP_URL=http://127.0.0.1:9000/mcp symbi run examples/mcp.hcl "List the files"
+#
+# npx fetches the package it names: the command pins its exact version, so
+# every run starts the same server. Pin the tools too, with both servers
+# reachable, and commit the mcp.lock.hcl it writes:
+#
+#   DOCS_MCP_URL=http://127.0.0.1:9000/mcp symbi lock examples/mcp.hcl
 
 model "offline" {
   provider = "scripted"
@@ -12,7 +18,7 @@ model "offline" {
 }
 
 mcp_server "fs" {
-  command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "."]
+  command = ["npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "."]
   env     = { NODE_NO_WARNINGS = "1" }
   effect  = "read"
   timeout = "30s"

@@ -10,6 +10,10 @@
 # the tools' annotations can only raise: the read-only tools stay "read",
 # write_file (renamed fs__write_file, a builtin's name) is "destructive", and
 # the profile hides every writing tool from the agent.
+#
+# tools-mcp.lock.hcl beside this file pins what the server's tools are: every
+# run checks them and refuses one that changed (CI runs
+# `symbi lock -check examples/tools-mcp.hcl`).
 
 symbi {
   state_dir = ".symbi"
@@ -27,7 +31,7 @@ model "offline" {
 
 mcp_server "fs" {
   command = ["node", "../testdata/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "."]
-  # Without the local install: command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "."]
+  # Without the local install: command = ["npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "."]
   effect  = "read"
   timeout = "30s"
 }

@@ -50,6 +50,7 @@ func (c *compiler) buildSettings() {
 				c.errorf(db.Attrs["path"].Expr.Range().Ptr(), "Invalid value", "path must name a file.")
 			}
 		}
+		s.OnDrift = c.enum(b, "on_drift", "", onDrift...)
 	}
 }
 
@@ -87,6 +88,9 @@ func (c *compiler) buildTelemetry(b *lang.Block) *plan.Telemetry {
 	}
 	return t
 }
+
+// onDrift are the values of on_drift, in the symbi block and mcp_server.
+var onDrift = []string{plan.OnDriftRefuse, plan.OnDriftHideTool, plan.OnDriftWarn}
 
 // version is the running symbi's version; without one, constraints are
 // only checked for syntax.
@@ -560,6 +564,11 @@ func (c *compiler) buildMCPServer(b *lang.Block) plan.MCPServer {
 		Range:   c.prange(b.DefRange),
 	}
 	s.CircuitBreaker = c.circuitBreaker(b)
+	def := d.OnDrift
+	if c.p.Settings.OnDrift != "" {
+		def = c.p.Settings.OnDrift
+	}
+	s.OnDrift = c.enum(b, "on_drift", def, onDrift...)
 	hasCmd, hasURL := b.Attrs["command"] != nil, b.Attrs["url"] != nil
 	if hasCmd == hasURL {
 		c.errorf(b.DefRange.Ptr(), "MCP server needs one transport", "An mcp_server needs exactly one of command (stdio) and url (streamable HTTP).")
@@ -591,6 +600,9 @@ func (c *compiler) buildToolProfile(b *lang.Block) plan.ToolProfile {
 
 func (c *compiler) buildPolicy(b *lang.Block) plan.Policy {
 	p := plan.Policy{Address: b.Address(), Range: c.prange(b.DefRange)}
+	if c.enum(b, "mode", plan.PolicyModeEnforce, plan.PolicyModeEnforce, plan.PolicyModeShadow) == plan.PolicyModeShadow {
+		p.Mode = plan.PolicyModeShadow
+	}
 	var kinds []string
 	if r := b.One("rules"); r != nil {
 		kinds = append(kinds, "rules")

@@ -5,16 +5,21 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/symbi-dev/symbi/lang"
+	"github.com/symbi-dev/symbi/lockfile"
 	"github.com/symbi-dev/symbi/plan"
 )
 
@@ -37,6 +42,9 @@ type Options struct {
 	// SymbiVersion is checked against symbi { required_version }; empty
 	// checks only the constraint's syntax.
 	SymbiVersion string
+
+	// lockFile is the lock file CompileContext found the place of.
+	lockFile string
 }
 
 // Value is a variable's value given by a caller, and the range of the
@@ -49,9 +57,12 @@ type Value struct {
 // Config is a compiled configuration.
 type Config struct {
 	Plan    *plan.Plan
-	BaseDir string               // the configuration directory; plan paths are relative to it
-	Files   map[string]*hcl.File // by the name used in diagnostics
-	Scope   *hcl.EvalContext     // var.*, local.*, every block as an object, and the functions; nil with Options.NoScope
+	BaseDir string // the configuration directory; plan paths are relative to it
+	// LockFile is where the configuration's lock file is, or would be
+	// (plan.LockFilePath); Plan.Lock is what it pinned when it exists.
+	LockFile string
+	Files    map[string]*hcl.File // by the name used in diagnostics
+	Scope    *hcl.EvalContext     // var.*, local.*, every block as an object, and the functions; nil with Options.NoScope
 }
 
 // Compile reads a .hcl file or a directory of them as one configuration and
@@ -68,6 +79,11 @@ func CompileContext(ctx context.Context, path string, opts Options) (*Config, hc
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	lockFile := plan.LockFilePath(path, false)
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		lockFile = plan.LockFilePath(path, true)
+	}
+	opts.lockFile = lockFile
 	cfg, ds := compileSources(ctx, baseDir, srcs, opts)
 	return cfg, append(diags, ds...)
 }
@@ -89,9 +105,11 @@ func readSources(path string) (string, []lang.Source, hcl.Diagnostics) {
 			return "", nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read configuration", Detail: err.Error()}}
 		}
 		// Test files (*.symbitest.hcl) live beside the configuration they
-		// test and are not part of it.
+		// test and are not part of it; lock files are not configuration
+		// either (symbi.lock.hcl, and the NAME.lock.hcl of each one-file
+		// configuration beside it).
 		for _, m := range matches {
-			if !lang.IsTestFile(m) {
+			if !lang.IsTestFile(m) && !strings.HasSuffix(m, plan.LockFileSuffix) {
 				names = append(names, m)
 			}
 		}
@@ -146,6 +164,7 @@ type compiler struct {
 }
 
 func compileSources(ctx context.Context, baseDir string, srcs []lang.Source, opts Options) (*Config, hcl.Diagnostics) {
+	lockFile := opts.lockFile
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
@@ -170,9 +189,12 @@ func compileSources(ctx context.Context, baseDir string, srcs []lang.Source, opt
 	c.buildBlocks()
 	c.p.Sort()
 	c.check(ctx)
+	if lockFile != "" {
+		c.readLock(lockFile)
+	}
 	c.recordSources(srcs)
 	c.p.Sort()
-	cfg := &Config{Plan: c.p, BaseDir: baseDir, Files: mod.Files}
+	cfg := &Config{Plan: c.p, BaseDir: baseDir, Files: mod.Files, LockFile: lockFile}
 	if !opts.NoScope {
 		cfg.Scope = c.buildScope()
 	}
@@ -192,7 +214,8 @@ func (c *compiler) warnEmpty(srcs []lang.Source) {
 	}
 }
 
-// recordSources adds the configuration files to Plan.Files and computes the
+// recordSources adds the configuration files (and every other file read,
+// the lock file among them) to Plan.Files and computes the
 // source hash over them in path order.
 func (c *compiler) recordSources(srcs []lang.Source) {
 	type entry struct {
@@ -260,4 +283,38 @@ func (c *compiler) errorf(subject *hcl.Range, summary, format string, args ...an
 
 func (c *compiler) warnf(subject *hcl.Range, summary, format string, args ...any) {
 	c.diags = append(c.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: subject})
+}
+
+// readLock reads the configuration's lock file, when it has one, into the
+// plan: what it pins, and its digest, so the plan changes when a pinned
+// tool does. Its mistakes are errors of the configuration, with their
+// place in the file. It is one of the configuration's files: no builtin
+// file tool can write it.
+func (c *compiler) readLock(path string) {
+	src, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		c.diags = append(c.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read the lock file",
+			Detail:   err.Error(),
+			Subject:  &hcl.Range{Filename: path, Start: hcl.InitialPos, End: hcl.InitialPos},
+		})
+		return
+	}
+	l, diags := lockfile.Parse(path, src)
+	c.diags = append(c.diags, diags...)
+	if f, _ := hclsyntax.ParseConfig(src, path, hcl.InitialPos); f != nil && c.mod.Files != nil {
+		c.mod.Files[path] = f // for the diagnostics' snippets
+	}
+	if diags.HasErrors() {
+		return
+	}
+	rel := c.relPath(path)
+	l.File = rel
+	l.Digest = lockfile.Digest(src)
+	c.p.Lock = l
+	c.reads[rel] = plan.NewFileRef(rel, src)
 }

@@ -67,9 +67,10 @@ const (
 )
 
 // Approvals (issue 11): a decision found in the approval queue that the
-// waiting run refused.
+// waiting run refused. Issue 17: a rule a person said to remember.
 const (
-	ApprovalRejected = "approval_rejected"
+	ApprovalRejected   = "approval_rejected"
+	ApprovalRemembered = "approval_remembered"
 )
 
 // Crash safety (issue 11, item 5: nothing run twice, nothing paid for and
@@ -138,16 +139,41 @@ type ToolOutcomeUnknownData struct {
 	Reason         string          `json:"reason,omitempty"` // why it was not run again
 }
 
+// Pinned tools (issue 17): a server or tool that differs from the lock
+// file, and what the run did about it.
+const (
+	ToolDrift = "tool_drift"
+)
+
+// ToolDriftData is one difference between what a server (or command tool)
+// is and what the lock file pins. Kind is the lockfile's kind of change
+// (tool_changed, tool_added, launch_changed, server_unpinned,
+// command_changed, command_unpinned); Summary and Details are its
+// readable diff; Action is what on_drift did: refused (the run did not
+// start, or stops), hidden (the tools were left out of what the model is
+// offered) or warned. ListChanged: found when the server said its tools
+// changed mid-run, not when it started.
+type ToolDriftData struct {
+	Kind        string   `json:"kind"`
+	Server      string   `json:"server,omitempty"` // mcp_server address
+	Tool        string   `json:"tool,omitempty"`
+	Summary     string   `json:"summary"`
+	Details     []string `json:"details,omitempty"`
+	Action      string   `json:"action"`
+	ListChanged bool     `json:"list_changed,omitempty"`
+}
+
 // EventTypes lists every event type in the order a run usually meets them.
 func EventTypes() []string {
 	return []string{
 		Started, Prehydrated, KnowledgeInjected, ModelRouted, ReasoningComplete,
-		PolicyEvaluated, ApprovalRequested, ApprovalRejected, ApprovalDecided, ToolsDispatched,
+		PolicyEvaluated, ApprovalRequested, ApprovalRejected, ApprovalDecided, ApprovalRemembered, ToolsDispatched,
 		ToolResult, RecoveryTriggered, ObservationsCollected, DelegationStarted,
 		DelegationFinished, PlanCreated, StepStarted, StepFinished,
 		ReflectionEvaluated, CandidateStarted, CandidateFinished, CandidateScored,
 		CandidateSelected, Terminated,
 		ModelCallStarted, ToolOutcomeUnknown, // crash safety
+		ToolDrift, // pinned tools
 	}
 }
 
@@ -241,6 +267,14 @@ type GateRecord struct {
 	RawArguments json.RawMessage   `json:"raw_arguments,omitempty"`
 	Decision     policy.Decision   `json:"decision"`
 	Trail        []policy.Decision `json:"trail,omitempty"`
+	// ModelArguments are the model's arguments when a person approved
+	// other ones (EditedBy): Action holds the person's, which went through
+	// the gate again (Trail has both gates' decisions).
+	ModelArguments json.RawMessage `json:"model_arguments,omitempty"`
+	EditedBy       string          `json:"edited_by,omitempty"`
+	// Shadow are the decisions of the agent's policies in shadow mode on
+	// the action: journalled, never enforced (policy.Chain.Gate).
+	Shadow []policy.Decision `json:"shadow,omitempty"`
 }
 
 // ApprovalRequestedData is a tool call waiting for a person.
@@ -271,13 +305,46 @@ type ApprovalRejectedData struct {
 }
 
 // ApprovalDecidedData is the person's answer; a timeout is a denial.
+// Code says why an action was not approved: no_approver (nobody could be
+// asked: no terminal and no approval queue), approval_timeout (nobody
+// answered in time), denied_by_approver (a person said no) or
+// approval_error (asking failed). Via is how the answer came: terminal,
+// queue, timeout, or standing (a rule the person remembered earlier in
+// the run, Rule). Arguments are the person's edited arguments, with their
+// digest: the action then went through the gate again with them.
 type ApprovalDecidedData struct {
-	CallID   string `json:"call_id"`
-	Tool     string `json:"tool"`
-	Approved bool   `json:"approved"`
-	By       string `json:"by,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	TimedOut bool   `json:"timed_out,omitempty"`
+	CallID          string          `json:"call_id"`
+	Tool            string          `json:"tool"`
+	Approved        bool            `json:"approved"`
+	By              string          `json:"by,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	TimedOut        bool            `json:"timed_out,omitempty"`
+	Code            string          `json:"code,omitempty"`
+	Via             string          `json:"via,omitempty"`
+	Arguments       json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsDigest string          `json:"arguments_digest,omitempty"`
+	Rule            string          `json:"rule,omitempty"`
+}
+
+// Why an action a person had to decide was not approved
+// (ApprovalDecidedData.Code).
+const (
+	NoApprover       = "no_approver"
+	ApprovalTimeout  = "approval_timeout"
+	DeniedByApprover = "denied_by_approver"
+	ApprovalError    = "approval_error"
+)
+
+// ApprovalRememberedData is a standing approval a person confirmed ("approve
+// and remember"): from now on, for the rest of the run or until Until, a
+// call the rule covers (its tool, every argument as the rule says) that a
+// policy asks about is approved without asking.
+type ApprovalRememberedData struct {
+	CallID   string          `json:"call_id"`
+	Tool     string          `json:"tool"`
+	Rule     string          `json:"rule"` // as the person was shown it
+	Standing policy.Standing `json:"standing"`
+	By       string          `json:"by,omitempty"`
 }
 
 // ToolsDispatchedData lists the approved calls sent to executors together.

@@ -552,8 +552,8 @@ func TestEventTypesDistinct(t *testing.T) {
 		}
 		seen[typ] = true
 	}
-	if len(seen) != 26 {
-		t.Errorf("%d event types, want 26", len(seen))
+	if len(seen) != 28 {
+		t.Errorf("%d event types, want 28", len(seen))
 	}
 	doc, err := os.ReadFile("../docs/journal.md")
 	if err != nil {

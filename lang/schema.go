@@ -51,7 +51,7 @@ func commandSchema() *Schema { return &Schema{Attrs: []string{"argv", "dir", "en
 // TopLevel lists every top-level block type and its schema.
 func TopLevel() map[string]*Schema {
 	return map[string]*Schema{
-		"symbi": {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace"},
+		"symbi": {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace", "on_drift"},
 			Blocks: map[string]*Schema{
 				"telemetry": {Attrs: []string{"endpoint", "protocol", "headers", "service_name", "traces_exporter", "metrics_exporter",
 					"sampler", "sampler_arg", "capture_content", "on_failure"}},
@@ -76,10 +76,10 @@ func TopLevel() map[string]*Schema {
 				"mcp":             {Attrs: []string{"server", "tool"}},
 				"circuit_breaker": circuitBreakerSchema(),
 			}},
-		"mcp_server": {Labels: named, Attrs: []string{"command", "url", "env", "effect", "timeout"},
+		"mcp_server": {Labels: named, Attrs: []string{"command", "url", "env", "effect", "timeout", "on_drift"},
 			Blocks: map[string]*Schema{"circuit_breaker": circuitBreakerSchema()}},
 		"tool_profile": {Labels: named, Attrs: []string{"include", "exclude", "max_tools"}},
-		"policy": {Labels: named, Blocks: map[string]*Schema{
+		"policy": {Labels: named, Attrs: []string{"mode"}, Blocks: map[string]*Schema{
 			"rules": {Attrs: []string{"deny", "ask", "allow"}},
 			"opa":   {Attrs: []string{"modules", "data", "query"}},
 			"cedar": {Attrs: []string{"policies", "entities", "schema"}},

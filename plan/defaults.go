@@ -175,8 +175,34 @@ const DefaultMCPServerTimeout = DefaultToolTimeout
 // out: a server's tools are assumed to write unless the block says less.
 func DefaultMCPServer() MCPServer {
 	cb := DefaultCircuitBreaker()
-	return MCPServer{Effect: DefaultEffect, Timeout: DefaultMCPServerTimeout, CircuitBreaker: &cb}
+	return MCPServer{Effect: DefaultEffect, Timeout: DefaultMCPServerTimeout, CircuitBreaker: &cb, OnDrift: DefaultOnDrift}
 }
+
+// What a run does when a server or tool differs from the lock file: by
+// default it refuses to start (or, mid-run, to go on), so a tool that
+// changed what it says it is never reaches the model unreviewed.
+const (
+	DefaultOnDrift  = OnDriftRefuse
+	OnDriftRefuse   = "refuse"
+	OnDriftHideTool = "hide_tool"
+	OnDriftWarn     = "warn"
+)
+
+// LockFileName is the lock file of a configuration that is a directory;
+// the lock file of a single-file configuration NAME.hcl is NAME.lock.hcl
+// beside it (see LockFilePath).
+const LockFileName = "symbi.lock.hcl"
+
+// LockFileSuffix ends every lock file's name: a directory's configuration
+// is every *.hcl in it but these.
+const LockFileSuffix = ".lock.hcl"
+
+// A policy's mode: enforced (the default, written as no mode in a plan), or
+// in shadow, where its decisions are journalled and never enforced.
+const (
+	PolicyModeEnforce = "enforce"
+	PolicyModeShadow  = "shadow"
+)
 
 // DefaultOPAQuery is the query of an opa policy that names none.
 const DefaultOPAQuery = "data.symbi.gate.decision"

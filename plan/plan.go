@@ -32,6 +32,9 @@ type Plan struct {
 	// Files lists every file the compiler read (configuration, prompts,
 	// policies, scripts, schemas), relative to the configuration directory.
 	Files []FileRef `json:"files,omitempty"`
+
+	// Lock is what the configuration's lock file pins; nil without one.
+	Lock *Lock `json:"lock,omitempty"`
 }
 
 // Settings come from the `symbi` block.
@@ -50,6 +53,10 @@ type Settings struct {
 	// DecisionLog is the decision_log block: every gate decision, one line
 	// each, in OPA's decision-log format. Nil without one.
 	DecisionLog *DecisionLog `json:"decision_log,omitempty"`
+	// OnDrift is what a run does when a tool differs from the lock file
+	// (refuse, hide_tool or warn), for the mcp_server blocks that do not
+	// say and for command tools; empty: DefaultOnDrift.
+	OnDrift string `json:"on_drift,omitempty"`
 }
 
 // Telemetry is the `telemetry` block of the `symbi` block: the settings an
@@ -245,7 +252,11 @@ type MCPServer struct {
 	// CircuitBreaker is each of the server's tools' breaker: every tool
 	// has one of its own, with these settings.
 	CircuitBreaker *CircuitBreaker `json:"circuit_breaker,omitempty"`
-	Range          Range           `json:"range"`
+	// OnDrift is what a run does when the server or one of its tools
+	// differs from the lock file: refuse, hide_tool or warn. Empty (a plan
+	// made before it existed): DefaultOnDrift.
+	OnDrift string `json:"on_drift,omitempty"`
+	Range   Range  `json:"range"`
 }
 
 // ToolProfile filters an agent's tools by name.
@@ -264,7 +275,10 @@ type Policy struct {
 	Rules   *RulesPolicy `json:"rules,omitempty"`
 	OPA     *OPAPolicy   `json:"opa,omitempty"`
 	Cedar   *CedarPolicy `json:"cedar,omitempty"`
-	Range   Range        `json:"range"`
+	// Mode is "shadow" for a policy that is evaluated on every action and
+	// journalled but never enforced; empty: enforced (PolicyModeEnforce).
+	Mode  string `json:"mode,omitempty"`
+	Range Range  `json:"range"`
 }
 
 // RulesPolicy holds the built-in rules: patterns "tool" or "tool:arg=glob".

@@ -58,6 +58,9 @@ func WriteTree(w io.Writer, p *Plan) error {
 			return err
 		}
 	}
+	if l := p.Lock; l != nil {
+		writeLock(bw, l)
+	}
 	if len(p.Files) > 0 {
 		fmt.Fprintf(bw, "\nfiles {\n")
 		for _, f := range p.Files {
@@ -195,4 +198,27 @@ func shortHash(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// writeLock shows what the lock file pins, a digest a tool: a pinned tool
+// that changes changes the tree.
+func writeLock(w *bufio.Writer, l *Lock) {
+	fmt.Fprintf(w, "\nlock {  # %s sha256:%s\n", l.File, shortHash(strings.TrimPrefix(l.Digest, "sha256:")))
+	for _, s := range l.Servers {
+		fmt.Fprintf(w, "  mcp_server.%s {\n", s.Name)
+		if s.Executable != "" {
+			fmt.Fprintf(w, "    executable = %q  # sha256:%s\n", s.Executable, shortHash(strings.TrimPrefix(s.SHA256, "sha256:")))
+		}
+		if s.URL != "" {
+			fmt.Fprintf(w, "    url = %q\n", s.URL)
+		}
+		for _, t := range s.Tools {
+			fmt.Fprintf(w, "    tool %q = sha256:%s\n", t.Name, shortHash(strings.TrimPrefix(t.Digest, "sha256:")))
+		}
+		fmt.Fprintf(w, "  }\n")
+	}
+	for _, t := range l.CommandTools {
+		fmt.Fprintf(w, "  %s = %q  # sha256:%s\n", t.Name, t.Executable, shortHash(strings.TrimPrefix(t.SHA256, "sha256:")))
+	}
+	fmt.Fprintf(w, "}\n")
 }

@@ -96,6 +96,21 @@ type Decision struct {
 	Policy    string          `json:"policy,omitempty"`    // policy address
 	Engine    string          `json:"engine,omitempty"`    // rules | opa | cedar | chain | person
 	Elapsed   time.Duration   `json:"elapsed_ns,omitempty"`
+	// Version is the digest of what the policy decided with (Version):
+	// which version of it decided.
+	Version string `json:"version,omitempty"`
+	// EngineError marks a deny that is not the policy's decision but an
+	// engine's failure to reach one, mapped to deny (fail closed): an
+	// evaluation error, an undefined or malformed OPA result, a Cedar
+	// request that does not validate, a panic, a cancelled context.
+	EngineError bool `json:"engine_error,omitempty"`
+	// Order is the decision's place in the order the chain evaluated its
+	// policies, from 1: the enforced policies in the agent's order, then
+	// the shadow ones (see Chain.Gate). Zero outside a chain.
+	Order int `json:"order,omitempty"`
+	// Shadow marks the decision of a policy in shadow mode: journalled,
+	// never enforced.
+	Shadow bool `json:"shadow,omitempty"`
 }
 
 // Gate is one policy engine, prepared once and safe for concurrent use. An
@@ -270,4 +285,18 @@ func (a Action) String() string {
 		return fmt.Sprintf("delegate to %q", a.Target)
 	}
 	return string(a.Type)
+}
+
+// ParseArguments reads arguments a person wrote (`symbi approve
+// --arguments`): one JSON object, returned in canonical form (keys sorted,
+// no spacing, numbers as written), the form the tool gets.
+func ParseArguments(raw []byte) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, errors.New("want a JSON object, got nothing")
+	}
+	obj, err := argumentsObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	return marshalCanonical(obj)
 }

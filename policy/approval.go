@@ -128,8 +128,25 @@ type ApprovalRecord struct {
 	Approved bool      `json:"approved"`
 	By       string    `json:"by"`  // $USER, --by, or "timeout"
 	At       time.Time `json:"at"`  // when the decision was made
-	Via      string    `json:"via"` // terminal | queue | timeout
+	Via      string    `json:"via"` // terminal | queue | timeout | standing
 	Reason   string    `json:"reason,omitempty"`
+	// Arguments, on an approval, are the arguments the person approved
+	// instead of the model's ("edit before approve"): the run checks them
+	// against the tool's schema and puts them through the gate again.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Remember, on an approval, asks the run to remember it ("approve and
+	// remember"): the run makes the standing rule (NewStanding of the
+	// approved action, Widen and Until), and later calls it covers are
+	// approved without asking.
+	Remember *Remember `json:"remember,omitempty"`
+}
+
+// Remember is what a person confirmed to remember: the arguments to widen
+// to a glob ("path=notes/*"; every other argument stays exact) and when it
+// ends (zero: with the run).
+type Remember struct {
+	Widen []string  `json:"widen,omitempty"`
+	Until time.Time `json:"until,omitempty"`
 }
 
 // TimeoutRecord is the record of a request nobody answered within (a
@@ -188,13 +205,52 @@ func (c *Chain) Resolve(ctx context.Context, v Verdict, ap Approver, req Request
 	if err != nil {
 		return Approved{}, ApprovalRecord{}, err
 	}
-	if !rec.Approved {
+	if !rec.Approved || len(rec.Arguments) > 0 {
+		// Edited arguments are not what the policies decided: the caller
+		// checks them and gates them again (ApproveEdited).
 		return Approved{}, rec, nil
 	}
 	d := rec.PersonDecision()
 	d.Policy = req.Policy
 	decisions := append(append([]Decision(nil), v.Decisions...), d)
 	return approve(v.Action, decisions), rec, nil
+}
+
+// ApproveEdited turns a person's approval of edited arguments into an
+// Approved, once the edited action has passed the gate again: v is the
+// chain's verdict on the action with the person's arguments. A verdict
+// that lets the action through is approved as it is; one that asks (a
+// policy's ask, approval = "always") is approved by the person's answer,
+// but only when the arguments it asks about are exactly the ones the
+// person approved (a modify on the way may have changed them: ask again).
+// A deny is final (ErrNotAskable).
+func (c *Chain) ApproveEdited(v Verdict, rec ApprovalRecord) (Approved, error) {
+	switch {
+	case v.Approved.Valid():
+		return v.Approved, nil
+	case !v.Ask || v.Decision.Outcome == Deny || !rec.Approved:
+		return Approved{}, fmt.Errorf("%w: decision is %s", ErrNotAskable, v.Decision.Outcome)
+	case digestJSON(DecidedArguments(v.Action)) != digestJSON(rec.Arguments):
+		return Approved{}, fmt.Errorf("the policies changed the approved arguments to %s: %w", DecidedArguments(v.Action), ErrNotAskable)
+	}
+	d := rec.PersonDecision()
+	d.Policy = v.Decision.Policy
+	return approve(v.Action, append(append([]Decision(nil), v.Decisions...), d)), nil
+}
+
+// ApproveStanding approves an action a verdict asks a person about, by a
+// standing rule the person confirmed earlier in the run: only when the
+// rule covers the action at now, and never a deny.
+func (c *Chain) ApproveStanding(v Verdict, s Standing, rec ApprovalRecord, now time.Time) (Approved, error) {
+	if !v.Ask || v.Decision.Outcome == Deny || v.Decision.Outcome == NotApplicable {
+		return Approved{}, fmt.Errorf("%w: decision is %s", ErrNotAskable, v.Decision.Outcome)
+	}
+	if !s.Matches(v.Action, now) {
+		return Approved{}, fmt.Errorf("%w: the remembered rule %s does not cover %s", ErrNotAskable, s, v.Action)
+	}
+	d := rec.PersonDecision()
+	d.Policy = v.Decision.Policy
+	return approve(v.Action, append(append([]Decision(nil), v.Decisions...), d)), nil
 }
 
 // PersonDecision is the record as a Decision, for the journal beside the
@@ -208,4 +264,13 @@ func (r ApprovalRecord) PersonDecision() Decision {
 		d.Reason = fmt.Sprintf("decided by %s via %s", r.By, r.Via)
 	}
 	return d
+}
+
+// marshalCanonicalRaw is one JSON value in canonical form.
+func marshalCanonicalRaw(raw json.RawMessage) (json.RawMessage, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	return marshalCanonical(v)
 }

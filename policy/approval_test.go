@@ -342,3 +342,62 @@ func TestTerminalApproverEndOfInputAfterATimeout(t *testing.T) {
 		}
 	}
 }
+
+// ApproveEdited approves a person's edited arguments only as the chain
+// decided them again: an allow as it is; an ask by the person's approval,
+// and only of exactly the arguments the person approved; never a deny.
+// ApproveStanding answers an ask a remembered rule covers, never a deny,
+// nor a call outside the rule or after its end.
+func TestApproveEditedAndStanding(t *testing.T) {
+	ctx := context.Background()
+	p := testPlan(rulesPolicy("policy.rules", plan.RulesPolicy{Ask: []string{"shell"}, Deny: []string{"shell:cmd=rm*"}, Allow: []string{"echo"}}))
+	c := NewChain(links(t, p, "policy.rules"), "deny", nil)
+	rec := ApprovalRecord{ID: "q", Approved: true, By: "alice", Via: "queue", Arguments: []byte(`{"cmd":"ls"}`)}
+
+	ask := c.Gate(ctx, input(p, toolCall("shell", `{"cmd": "ls"}`)))
+	got, err := c.ApproveEdited(ask, rec)
+	if err != nil || !got.Valid() || digestJSON(DecidedArguments(got.Action())) != digestJSON([]byte(`{"cmd":"ls"}`)) {
+		t.Fatalf("an ask on the person's arguments: %v %+v", err, got)
+	}
+	if ds := got.Decisions(); len(ds) != 2 || ds[1].Engine != "person" || ds[1].Outcome != Allow {
+		t.Errorf("decisions %+v: want the policy's ask, then the person's allow", ds)
+	}
+	other := c.Gate(ctx, input(p, toolCall("shell", `{"cmd":"ls -la"}`)))
+	if _, err := c.ApproveEdited(other, rec); !errors.Is(err, ErrNotAskable) {
+		t.Errorf("an ask on other arguments than the person approved: %v, want ErrNotAskable", err)
+	}
+	deny := c.Gate(ctx, input(p, toolCall("shell", `{"cmd":"rm -rf /"}`)))
+	if _, err := c.ApproveEdited(deny, ApprovalRecord{Approved: true, By: "alice", Arguments: []byte(`{"cmd":"rm -rf /"}`)}); !errors.Is(err, ErrNotAskable) {
+		t.Errorf("approving edited arguments a policy denies: %v, want ErrNotAskable", err)
+	}
+	no := rec
+	no.Approved = false
+	if _, err := c.ApproveEdited(ask, no); !errors.Is(err, ErrNotAskable) {
+		t.Errorf("a refusal approved: %v", err)
+	}
+	allow := c.Gate(ctx, input(p, toolCall("echo", `{"text":"hi"}`)))
+	if got, err := c.ApproveEdited(allow, ApprovalRecord{Approved: true, By: "alice", Arguments: []byte(`{"text":"hi"}`)}); err != nil || !got.Valid() {
+		t.Errorf("edited arguments the policies allow: %v", err)
+	}
+
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rule, err := NewStanding(toolCall("shell", `{"cmd":"ls"}`), []string{"cmd=ls*"}, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := ApprovalRecord{Approved: true, By: "alice", Via: "standing"}
+	if got, err := c.ApproveStanding(other, rule, person, now); err != nil || !got.Valid() {
+		t.Errorf("an ask the rule covers: %v", err)
+	}
+	if _, err := c.ApproveStanding(other, rule, person, now.Add(time.Hour)); !errors.Is(err, ErrNotAskable) {
+		t.Errorf("a rule at its end: %v, want ErrNotAskable", err)
+	}
+	wide, _ := NewStanding(toolCall("shell", `{"cmd":"rm x"}`), []string{"cmd=*"}, time.Time{})
+	if _, err := c.ApproveStanding(deny, wide, person, now); !errors.Is(err, ErrNotAskable) {
+		t.Errorf("a rule answered a deny: %v, want ErrNotAskable", err)
+	}
+	pwd := c.Gate(ctx, input(p, toolCall("shell", `{"cmd":"pwd"}`)))
+	if _, err := c.ApproveStanding(pwd, rule, person, now); !errors.Is(err, ErrNotAskable) {
+		t.Errorf("a call outside the rule: %v, want ErrNotAskable", err)
+	}
+}

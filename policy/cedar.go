@@ -951,11 +951,11 @@ func (c *Cedar) Decide(_ context.Context, in Input) Decision {
 func (c *Cedar) decide(in Input) (Decision, cedar.Diagnostic) {
 	req, extra, err := c.request(in)
 	if err != nil {
-		return Decision{Outcome: Deny, Reason: "cedar: building the request: " + err.Error(), Engine: "cedar"}, cedar.Diagnostic{}
+		return Decision{Outcome: Deny, Reason: "cedar: building the request: " + err.Error(), Engine: "cedar", EngineError: true}, cedar.Diagnostic{}
 	}
 	if c.schema != nil {
 		if err := c.schema.check(req, extra); err != nil {
-			return Decision{Outcome: Deny, Reason: fmt.Sprintf("cedar: the request does not validate against %s, so the action is denied: %v", c.schema.path, err), Engine: "cedar"}, cedar.Diagnostic{}
+			return Decision{Outcome: Deny, Reason: fmt.Sprintf("cedar: the request does not validate against %s, so the action is denied: %v", c.schema.path, err), Engine: "cedar", EngineError: true}, cedar.Diagnostic{}
 		}
 	}
 	ok, diag := cedar.Authorize(c.policies, requestEntities{c.entities, extra}, req)
@@ -966,7 +966,9 @@ func (c *Cedar) outcome(req cedar.Request, ok cedar.Decision, diag cedar.Diagnos
 	deny := func(reason string) Decision { return Decision{Outcome: Deny, Reason: reason, Engine: "cedar"} }
 	for _, e := range c.sortedErrors(diag.Errors) {
 		if c.info[e.PolicyID].effect == cedar.Forbid {
-			return deny(fmt.Sprintf("cedar: forbid %s (%s) failed to evaluate, so the action is denied: %s", e.PolicyID, c.info[e.PolicyID].position, e.Message))
+			d := deny(fmt.Sprintf("cedar: forbid %s (%s) failed to evaluate, so the action is denied: %s", e.PolicyID, c.info[e.PolicyID].position, e.Message))
+			d.EngineError = true
+			return d
 		}
 	}
 	ids := c.sortedReasons(diag.Reasons)

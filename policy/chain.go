@@ -13,12 +13,19 @@ import (
 type Link struct {
 	Address string // "policy.rules"
 	Gate    Gate
+	// Version is the policy's digest (Version), recorded on each of its
+	// decisions.
+	Version string
+	// Shadow: the policy is in shadow mode (mode = "shadow"): evaluated on
+	// every action the chain decides, never enforced.
+	Shadow bool
 }
 
 // Chain runs an agent's policies in the order listed. It is immutable once
 // built and safe for concurrent use.
 type Chain struct {
-	links      []Link
+	links      []Link // enforced, in order
+	shadows    []Link // in shadow mode, in order
 	onNoPolicy string
 	validate   func(tool string, args json.RawMessage) error
 	always     map[string]bool // tools with approval = "always"
@@ -32,7 +39,15 @@ func NewChain(links []Link, onNoPolicy string, validate func(tool string, args j
 	if onNoPolicy == "" {
 		onNoPolicy = plan.DefaultOnNoPolicy
 	}
-	return &Chain{links: links, onNoPolicy: onNoPolicy, validate: validate, always: map[string]bool{}}
+	c := &Chain{onNoPolicy: onNoPolicy, validate: validate, always: map[string]bool{}}
+	for _, l := range links {
+		if l.Shadow {
+			c.shadows = append(c.shadows, l)
+		} else {
+			c.links = append(c.links, l)
+		}
+	}
+	return c
 }
 
 // RequireApproval marks tools (by name) whose calls a person must approve
@@ -45,8 +60,11 @@ func (c *Chain) RequireApproval(tools ...string) *Chain {
 	return c
 }
 
-// Links returns the chain's policies in order.
+// Links returns the chain's enforced policies in order.
 func (c *Chain) Links() []Link { return c.links }
+
+// Shadows returns the chain's policies in shadow mode, in order.
+func (c *Chain) Shadows() []Link { return c.shadows }
 
 // Verdict is the chain's answer for one action.
 type Verdict struct {
@@ -64,27 +82,60 @@ type Verdict struct {
 	// Ask is true when a person must decide (an ask decision, or a tool with
 	// approval = "always"); pass the verdict to Resolve.
 	Ask bool
+	// Shadow are the decisions of the policies in shadow mode, each on the
+	// action as the chain was given it: journalled, never enforced.
+	Shadow []Decision
 }
 
 // Gate decides in.Action with every policy of the chain. A deny stops the
 // chain; a modify hands the modified action to the next policy, after its
 // arguments pass validate; an ask is remembered, and a later deny still wins.
+//
+// The evaluation order, which every decision records (Decision.Order):
+// the enforced policies in the agent's order, each on the action as the
+// policies before it left it, up to the first deny; then every policy in
+// shadow mode, in the agent's order, each on the action as the chain was
+// given it (what the enforced chain decided changes nothing a shadow
+// policy sees, so its decision is what it would decide in the first place
+// of the chain), whatever the enforced policies decided.
 func (c *Chain) Gate(ctx context.Context, in Input) Verdict {
+	v := c.enforce(ctx, in)
+	order := len(v.Decisions)
+	for _, link := range c.shadows {
+		order++
+		d := c.decide(ctx, link, in, order)
+		d.Shadow = true
+		v.Shadow = append(v.Shadow, d)
+	}
+	return v
+}
+
+// decide is one policy's decision on in, stamped with the policy, its
+// version, its place in the order and the time taken; an outcome the
+// engine does not know is an engine error, a deny.
+func (c *Chain) decide(ctx context.Context, link Link, in Input, order int) Decision {
+	start := time.Now()
+	d := decideSafely(ctx, link.Gate, in)
+	d.Elapsed = time.Since(start)
+	d.Policy = link.Address
+	if !d.Outcome.valid() {
+		d = Decision{Outcome: Deny, Reason: fmt.Sprintf("policy returned an unknown decision %q", d.Outcome), Policy: link.Address, Engine: d.Engine, Elapsed: d.Elapsed, EngineError: true}
+	}
+	d.Version, d.Order = link.Version, order
+	return d
+}
+
+// enforce runs the enforced policies (see Gate).
+func (c *Chain) enforce(ctx context.Context, in Input) Verdict {
 	v := Verdict{Action: in.Action}
 	var asked *Decision
 	modified, applied := false, false
-	for _, link := range c.links {
+	for i, link := range c.links {
 		in.Action = v.Action
-		start := time.Now()
-		d := decideSafely(ctx, link.Gate, in)
-		d.Elapsed = time.Since(start)
-		d.Policy = link.Address
-		if !d.Outcome.valid() {
-			d = Decision{Outcome: Deny, Reason: fmt.Sprintf("policy returned an unknown decision %q", d.Outcome), Policy: link.Address, Engine: d.Engine, Elapsed: d.Elapsed}
-		}
+		d := c.decide(ctx, link, in, i+1)
 		if d.Outcome == Modify {
 			if err := c.checkModify(v.Action, d.Arguments); err != nil {
-				d = Decision{Outcome: Deny, Reason: fmt.Sprintf("%s modified the arguments of %s, and the result is refused: %v", link.Address, v.Action, err), Policy: link.Address, Engine: d.Engine, Elapsed: d.Elapsed}
+				d = Decision{Outcome: Deny, Reason: fmt.Sprintf("%s modified the arguments of %s, and the result is refused: %v", link.Address, v.Action, err), Policy: link.Address, Engine: d.Engine, Elapsed: d.Elapsed, Version: d.Version, Order: d.Order}
 			}
 		}
 		v.Decisions = append(v.Decisions, d)
@@ -144,11 +195,11 @@ func (c *Chain) Gate(ctx context.Context, in Input) Verdict {
 func decideSafely(ctx context.Context, g Gate, in Input) (d Decision) {
 	defer func() {
 		if r := recover(); r != nil {
-			d = Decision{Outcome: Deny, Reason: fmt.Sprintf("policy engine failed: %v", r)}
+			d = Decision{Outcome: Deny, Reason: fmt.Sprintf("policy engine failed: %v", r), EngineError: true}
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return Decision{Outcome: Deny, Reason: fmt.Sprintf("not decided: %v", err)}
+		return Decision{Outcome: Deny, Reason: fmt.Sprintf("not decided: %v", err), EngineError: true}
 	}
 	return g.Decide(ctx, in)
 }
@@ -187,8 +238,11 @@ func (c *Chain) noPolicy(in Input) Decision {
 	if in.Action.Type == Delegate {
 		what = fmt.Sprintf("\"delegate:target=%s\"", in.Action.Target)
 	}
-	switch len(c.links) {
-	case 0:
+	switch {
+	case len(c.links) == 0 && len(c.shadows) > 0:
+		d.Reason = fmt.Sprintf("agent.%s has no enforced policies (all of its policies are in shadow mode, which never decide), so %s is denied (on_no_policy = \"deny\", fail closed); add an enforced policy that allows it, e.g. rules { allow = [%s] }, or set loop { on_no_policy = \"allow\" }",
+			in.Agent.Name, in.Action, what)
+	case len(c.links) == 0:
 		d.Reason = fmt.Sprintf("agent.%s has no policies, so %s is denied (on_no_policy = \"deny\", fail closed); add a policy to the agent's policies, e.g. policy \"rules\" { rules { allow = [%s] } }, or set loop { on_no_policy = \"allow\" }",
 			in.Agent.Name, in.Action, what)
 	default:

@@ -121,16 +121,16 @@ func (f gateFunc) Decide(ctx context.Context, in Input) Decision { return f(ctx,
 
 func TestChainFailsClosed(t *testing.T) {
 	p := testPlan()
-	allow := Link{"policy.allow", gateFunc(func(context.Context, Input) Decision { return Decision{Outcome: Allow} })}
+	allow := Link{Address: "policy.allow", Gate: gateFunc(func(context.Context, Input) Decision { return Decision{Outcome: Allow} })}
 	for _, tc := range []struct {
 		name   string
 		link   Link
 		reason string
 	}{
-		{"panic", Link{"policy.panics", gateFunc(func(context.Context, Input) Decision { panic("boom") })}, "policy engine failed: boom"},
-		{"unknown outcome", Link{"policy.odd", gateFunc(func(context.Context, Input) Decision { return Decision{Outcome: "perhaps"} })}, `unknown decision "perhaps"`},
-		{"zero decision", Link{"policy.zero", gateFunc(func(context.Context, Input) Decision { return Decision{} })}, `unknown decision ""`},
-		{"modify of a respond", Link{"policy.mod", gateFunc(func(context.Context, Input) Decision {
+		{"panic", Link{Address: "policy.panics", Gate: gateFunc(func(context.Context, Input) Decision { panic("boom") })}, "policy engine failed: boom"},
+		{"unknown outcome", Link{Address: "policy.odd", Gate: gateFunc(func(context.Context, Input) Decision { return Decision{Outcome: "perhaps"} })}, `unknown decision "perhaps"`},
+		{"zero decision", Link{Address: "policy.zero", Gate: gateFunc(func(context.Context, Input) Decision { return Decision{} })}, `unknown decision ""`},
+		{"modify of a respond", Link{Address: "policy.mod", Gate: gateFunc(func(context.Context, Input) Decision {
 			return Decision{Outcome: Modify, Arguments: json.RawMessage(`{}`)}
 		})}, "only a tool call's arguments"},
 	} {

@@ -166,7 +166,11 @@ func (l *Loader) Chain(ctx context.Context, agentAddr string, validate func(tool
 			}
 			return nil, err
 		}
-		links = append(links, Link{Address: addr, Gate: g})
+		link := Link{Address: addr, Gate: g}
+		if pol := p.Policy(addr); pol != nil {
+			link.Version, link.Shadow = Version(*pol), pol.Mode == plan.PolicyModeShadow
+		}
+		links = append(links, link)
 	}
 	if err := errs.err(); err != nil {
 		return nil, err

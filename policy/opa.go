@@ -126,8 +126,9 @@ func (o *OPA) decide(ctx context.Context, in Input, tracer topdown.QueryTracer) 
 	return d
 }
 
+// deny is the deny an OPA failure maps to: no decision was reached.
 func (o *OPA) deny(format string, args ...any) Decision {
-	return Decision{Outcome: Deny, Reason: fmt.Sprintf(format, args...), Engine: "opa"}
+	return Decision{Outcome: Deny, Reason: fmt.Sprintf(format, args...), Engine: "opa", EngineError: true}
 }
 
 // explain decides with a trace of the evaluation, for `policy eval --explain`.

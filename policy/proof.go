@@ -65,14 +65,31 @@ type signedDecision struct {
 // proofMessage is what the proof signs: every field of the binding and of
 // the decision (approved, by, at, via, reason), in one fixed encoding.
 func proofMessage(b Binding, rec ApprovalRecord) []byte {
+	// The edited arguments (their canonical JSON) and the standing rule
+	// are signed too; a decision without them signs what it always did.
+	args := ""
+	if len(rec.Arguments) > 0 {
+		c, err := marshalCanonicalRaw(rec.Arguments)
+		if err != nil {
+			c = rec.Arguments // not JSON: signed as it is, and refused when checked
+		}
+		args = string(c)
+	}
+	remember := ""
+	if rec.Remember != nil {
+		b, _ := json.Marshal(rec.Remember) // strings and a time always encode
+		remember = string(b)
+	}
 	msg, err := json.Marshal(struct {
-		Binding  Binding `json:"binding"`
-		Approved bool    `json:"approved"`
-		By       string  `json:"by"`
-		At       string  `json:"at"`
-		Via      string  `json:"via"`
-		Reason   string  `json:"reason"`
-	}{b, rec.Approved, rec.By, rec.At.UTC().Format(time.RFC3339Nano), rec.Via, rec.Reason})
+		Binding   Binding `json:"binding"`
+		Approved  bool    `json:"approved"`
+		By        string  `json:"by"`
+		At        string  `json:"at"`
+		Via       string  `json:"via"`
+		Reason    string  `json:"reason"`
+		Arguments string  `json:"arguments,omitempty"`
+		Remember  string  `json:"remember,omitempty"`
+	}{b, rec.Approved, rec.By, rec.At.UTC().Format(time.RFC3339Nano), rec.Via, rec.Reason, args, remember})
 	if err != nil {
 		panic(fmt.Sprintf("policy: encoding a proof message: %v", err)) // strings and a bool always encode
 	}

@@ -192,7 +192,8 @@ func TestProofCoversEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := Binding{RunID: "r", RequestID: "q", Action: ToolCall, Tool: "shell", ArgumentsDigest: "sha256:00"}
-	rec := ApprovalRecord{ID: "q", Approved: true, By: "alice", At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Via: "queue", Reason: "ok"}
+	rec := ApprovalRecord{ID: "q", Approved: true, By: "alice", At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Via: "queue", Reason: "ok",
+		Arguments: json.RawMessage(`{"path":"notes/a.txt"}`), Remember: &Remember{Widen: []string{"path=notes/*"}}}
 	d := sign(key, b, rec)
 	if err := d.check(key, b); err != nil {
 		t.Fatalf("own decision refused: %v", err)
@@ -215,6 +216,11 @@ func TestProofCoversEveryField(t *testing.T) {
 		"tool":     func(d *signedDecision) { d.Binding.Tool = "sh" },
 		"target":   func(d *signedDecision) { d.Binding.Target = "x" },
 		"digest":   func(d *signedDecision) { d.Binding.ArgumentsDigest = "sha256:01" },
+		// Issue 17: the person's edited arguments and the rule to remember.
+		"arguments":      func(d *signedDecision) { d.Arguments = json.RawMessage(`{"path":"evil.txt"}`) },
+		"arguments gone": func(d *signedDecision) { d.Arguments = nil },
+		"remember":       func(d *signedDecision) { d.Remember = &Remember{Widen: []string{"path=*"}} },
+		"remember gone":  func(d *signedDecision) { d.Remember = nil },
 	} {
 		e := d
 		edit(&e)

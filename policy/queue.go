@@ -162,11 +162,37 @@ func (q *Queue) Decide(id string, approved bool, by, reason string) (ApprovalRec
 
 // DecideBound is Decide, and also returns what the decision is bound to.
 func (q *Queue) DecideBound(id string, approved bool, by, reason string) (ApprovalRecord, Binding, error) {
+	return q.Answer(id, ApprovalRecord{Approved: approved, By: by, Reason: reason})
+}
+
+// Answer records a person's decision on a pending request, as DecideBound
+// does, with what an approval may add: edited arguments (a tool call's
+// only, a JSON object) and a rule to remember, both signed with the rest.
+// ID, At and Via are set here.
+func (q *Queue) Answer(id string, rec ApprovalRecord) (ApprovalRecord, Binding, error) {
 	req, err := q.Request(id)
 	if err != nil {
 		return ApprovalRecord{}, Binding{}, err
 	}
-	rec := ApprovalRecord{ID: id, Approved: approved, By: by, At: q.now(), Via: "queue", Reason: reason}
+	if !rec.Approved && (len(rec.Arguments) > 0 || rec.Remember != nil) {
+		return ApprovalRecord{}, Binding{}, errors.New("only an approval can edit the arguments or be remembered")
+	}
+	if len(rec.Arguments) > 0 {
+		if req.Action.Type != ToolCall {
+			return ApprovalRecord{}, Binding{}, fmt.Errorf("only a tool call's arguments can be edited, not a %s's", req.Action.Type)
+		}
+		obj, err := argumentsObject(rec.Arguments)
+		if err != nil {
+			return ApprovalRecord{}, Binding{}, fmt.Errorf("the arguments: %w", err)
+		}
+		if rec.Arguments, err = marshalCanonical(obj); err != nil {
+			return ApprovalRecord{}, Binding{}, err
+		}
+	}
+	if rec.Remember != nil && req.Action.Type != ToolCall {
+		return ApprovalRecord{}, Binding{}, fmt.Errorf("only a tool call can be remembered, not a %s", req.Action.Type)
+	}
+	rec.ID, rec.At, rec.Via = id, q.now(), "queue"
 	if !req.Expires.IsZero() && !rec.At.Before(req.Expires) {
 		return ApprovalRecord{}, Binding{}, fmt.Errorf("%w: %s expired at %s", ErrAlreadyDecided, id, req.Expires.Format(time.RFC3339))
 	}

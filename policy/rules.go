@@ -108,7 +108,7 @@ func parseRulePattern(s string) (rulePattern, error) {
 func (r *Rules) Decide(_ context.Context, in Input) Decision {
 	name, args, err := r.subject(in.Action)
 	if err != nil {
-		return Decision{Outcome: Deny, Reason: err.Error(), Engine: "rules"}
+		return Decision{Outcome: Deny, Reason: err.Error(), Engine: "rules", EngineError: true}
 	}
 	if p, ok := r.first(r.deny, false, in.Action.Type, name, args); ok {
 		return Decision{Outcome: Deny, Reason: fmt.Sprintf("%s matches deny rule %q", in.Action, p), Engine: "rules"}

@@ -85,7 +85,9 @@ func (t *TerminalApprover) now() time.Time {
 	return time.Now()
 }
 
-// Approve prompts and waits for an answer, the timeout, or ctx.
+// Approve prompts and converses (Converse) until an answer, the timeout,
+// or ctx: the timeout bounds the whole conversation, an edit or a rule
+// included.
 func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRecord, error) {
 	if t.in == nil || t.Out == nil {
 		return ApprovalRecord{}, errors.New("terminal approver: made without NewTerminalApprover")
@@ -100,36 +102,41 @@ func (t *TerminalApprover) Approve(ctx context.Context, req Request) (ApprovalRe
 	if req.Timeout > 0 {
 		timeout = req.Timeout
 	}
-	fmt.Fprint(t.Out, "\nsymbi: "+Prompt(req.Prepared())+"Approve? [y/N] ")
+	fmt.Fprint(t.Out, "\nsymbi: "+Prompt(req.Prepared()))
 	var expired <-chan time.Time
 	if timeout > 0 {
 		timer := time.NewTimer(timeout)
 		defer timer.Stop()
 		expired = timer.C
 	}
-	rec := ApprovalRecord{ID: req.ID, By: t.By, Via: "terminal"}
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(t.Out)
-		t.unanswered = true
-		return ApprovalRecord{}, ctx.Err()
-	case <-expired:
-		fmt.Fprintln(t.Out)
-		t.unanswered = true
-		return TimeoutRecord(req.ID, timeout, t.now()), nil
-	case l, ok := <-t.lines:
-		t.unanswered = false
-		rec.At = t.now()
-		if !ok || l.err != nil {
-			rec.Reason = "the terminal closed before an answer (denied)"
-			return rec, nil
+	errExpired := errors.New("expired")
+	next := func(prompt string) (string, error) {
+		fmt.Fprint(t.Out, prompt)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-expired:
+			return "", errExpired
+		case l, ok := <-t.lines:
+			if !ok || l.err != nil {
+				return "", ErrAnswer
+			}
+			return l.line, nil
 		}
-		rec.Approved, rec.Reason = ParseAnswer(l.line)
-		if !rec.Approved && rec.Reason == "" {
-			rec.Reason = "denied at the terminal by " + t.By
-		}
-		return rec, nil
 	}
+	rec, err := Converse(t.Out, req, next, ApprovalRecord{ID: req.ID, By: t.By, Via: "terminal"}, t.now)
+	t.unanswered = err != nil && !errors.Is(err, ErrAnswer)
+	switch {
+	case err == nil:
+		return rec, nil
+	case errors.Is(err, errExpired):
+		fmt.Fprintln(t.Out)
+		return TimeoutRecord(req.ID, timeout, t.now()), nil
+	case errors.Is(err, ErrAnswer):
+		return ApprovalRecord{ID: req.ID, By: t.By, Via: "terminal", At: t.now(), Reason: "the terminal closed before an answer (denied)"}, nil
+	}
+	fmt.Fprintln(t.Out)
+	return ApprovalRecord{}, err
 }
 
 // ParseAnswer reads a person's answer to "Approve? [y/N]": "y" or "yes"

@@ -283,6 +283,18 @@ func (s *Session) callTool(ctx context.Context, c call) (string, hcl.Diagnostics
 				return b.String(), errorAt(rng, "Approval failed", "%v", err)
 			}
 			fmt.Fprintf(&b, "%s: %s\n", agent, render.Decision(rec.PersonDecision()))
+			if rec.Approved && len(rec.Arguments) > 0 {
+				// The person's arguments: checked and gated like the ones
+				// typed after :call.
+				a, err = s.gateEdited(ctx, &b, box, chain, agent, action, rec)
+				if err != nil {
+					fmt.Fprintf(&b, "not run: %v\n", err)
+					return b.String(), nil
+				}
+			}
+			if rec.Remember != nil {
+				b.WriteString("(a rule to remember applies to the rest of a run; :call runs one call, and keeps none)\n")
+			}
 			if !a.Valid() {
 				b.WriteString("not run\n")
 				return b.String(), nil
@@ -416,4 +428,27 @@ func (s *Session) protected() []builtins.Protected {
 		out = append(out, builtins.Protected{Path: f, What: "a file of the configuration"})
 	}
 	return out
+}
+
+// gateEdited checks arguments a person approved instead of the ones given
+// (schema, canonical paths) and puts them through the agent's chain
+// again: what they allow runs; an ask is answered by the person's approval
+// of exactly those arguments.
+func (s *Session) gateEdited(ctx context.Context, b *strings.Builder, box *builtins.Toolbox, chain *policy.Chain, agent string, action policy.Action, rec policy.ApprovalRecord) (policy.Approved, error) {
+	if err := box.Validate(action.Tool, rec.Arguments); err != nil {
+		return policy.Approved{}, fmt.Errorf("the edited arguments are refused: %w", err)
+	}
+	args, err := box.Canonical(action.Tool, rec.Arguments)
+	if err != nil {
+		return policy.Approved{}, fmt.Errorf("the edited arguments are refused: %w", err)
+	}
+	edited := action
+	edited.Arguments = args
+	v := chain.Gate(ctx, policy.NewInput(s.cfg.Plan, agent, edited, nil))
+	fmt.Fprintf(b, "%s: %s (the edited arguments, gated again)\n", agent, render.Decision(v.Decision))
+	if v.Decision.Outcome == policy.Deny {
+		return policy.Approved{}, fmt.Errorf("the edited arguments are denied")
+	}
+	rec.Arguments = args
+	return chain.ApproveEdited(v, rec)
 }

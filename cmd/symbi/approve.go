@@ -12,11 +12,16 @@ import (
 	"github.com/symbi-dev/symbi/policy"
 )
 
-// approvalFlags are shared by approve and deny.
+// approvalFlags are shared by approve and deny; approve alone has the
+// edit and remember flags.
 type approvalFlags struct {
-	where  stateDirFlags // the state directory, which holds approvals/
-	by     string
-	reason string
+	where     stateDirFlags // the state directory, which holds approvals/
+	by        string
+	reason    string
+	arguments string
+	remember  bool
+	widen     []string
+	forTime   time.Duration
 }
 
 func (f *approvalFlags) add(cmd *cobra.Command) {
@@ -42,7 +47,14 @@ func decideRequest(cmd *cobra.Command, f *approvalFlags, id string, approved boo
 		return err
 	}
 	q := policy.NewQueue(stateDir)
-	rec, bound, err := q.DecideBound(id, approved, f.person(), f.reason)
+	answer := policy.ApprovalRecord{Approved: approved, By: f.person(), Reason: f.reason}
+	var rule *policy.Standing
+	if approved {
+		if answer, rule, err = f.edits(q, id, answer); err != nil {
+			return err
+		}
+	}
+	rec, bound, err := q.Answer(id, answer)
 	switch {
 	case errors.Is(err, policy.ErrUnknownRequest):
 		return exitWith(exitInvalid, "%v (run `symbi approve` to list pending requests)", err)
@@ -63,7 +75,58 @@ func decideRequest(cmd *cobra.Command, f *approvalFlags, id string, approved boo
 		fmt.Fprintf(out, "  run:    %s\n", policy.EscapeLine(bound.RunID))
 	}
 	fmt.Fprintf(out, "  digest: %s\n", digestOrNone(bound.ArgumentsDigest))
+	if len(rec.Arguments) > 0 {
+		fmt.Fprintln(out, "  with these arguments instead of the model's (the run checks them against the tool's schema and gates them again):")
+		io.WriteString(out, policy.RenderArguments(rec.Arguments, "    ", policy.PromptWidth, policy.PromptArgumentLines))
+		fmt.Fprintf(out, "  their digest: %s\n", policy.ArgumentsDigest(policy.Action{Type: policy.ToolCall, Arguments: rec.Arguments}))
+	}
+	if rule != nil {
+		fmt.Fprintf(out, "  remembered for the rest of the run: %s\n", rule)
+	}
 	return nil
+}
+
+// edits adds to an approval what --arguments and --remember say, and the
+// rule as the run will remember it, shown from the request's arguments.
+func (f *approvalFlags) edits(q *policy.Queue, id string, rec policy.ApprovalRecord) (policy.ApprovalRecord, *policy.Standing, error) {
+	if !f.remember && (len(f.widen) > 0 || f.forTime != 0) {
+		return rec, nil, exitWith(exitInvalid, "--widen and --for shape a rule to remember: give --remember too")
+	}
+	if f.arguments == "" && !f.remember {
+		return rec, nil, nil
+	}
+	req, err := q.Request(id)
+	if errors.Is(err, policy.ErrUnknownRequest) {
+		return rec, nil, exitWith(exitInvalid, "%v (run `symbi approve` to list pending requests)", err)
+	} else if err != nil {
+		return rec, nil, exitWith(exitFailure, "%v", err)
+	}
+	if req.Action.Type != policy.ToolCall {
+		return rec, nil, exitWith(exitInvalid, "%s asks about a %s: only a tool call's arguments can be edited or remembered", id, req.Action.Type)
+	}
+	shown := req.Arguments
+	if f.arguments != "" {
+		args, err := policy.ParseArguments([]byte(f.arguments))
+		if err != nil {
+			return rec, nil, exitWith(exitInvalid, "--arguments: %v", err)
+		}
+		rec.Arguments, shown = args, args
+	}
+	if !f.remember {
+		return rec, nil, nil
+	}
+	var until time.Time
+	if f.forTime < 0 {
+		return rec, nil, exitWith(exitInvalid, "--for %s: want a positive duration", f.forTime)
+	} else if f.forTime > 0 {
+		until = time.Now().Add(f.forTime)
+	}
+	rule, err := policy.NewStanding(policy.Action{Type: policy.ToolCall, Tool: req.Action.Tool, Arguments: shown}, f.widen, until)
+	if err != nil {
+		return rec, nil, exitWith(exitInvalid, "--remember: %v", err)
+	}
+	rec.Remember = &policy.Remember{Widen: f.widen, Until: until}
+	return rec, &rule, nil
 }
 
 func digestOrNone(d string) string {
@@ -77,7 +140,7 @@ func newApproveCmd() *cobra.Command {
 	var f approvalFlags
 	cmd := &cobra.Command{
 		Use:   "approve [ID]",
-		Short: "Approve a pending action, or list pending approval requests",
+		Short: "Approve a pending action (as asked, with edited arguments, or remembered), or list pending requests",
 		Long: `An agent whose action needs a person (an ask decision, or a tool with
 approval = "always") and that runs without a terminal writes a request to
 <state_dir>/approvals/ and waits. symbi approve ID lets the action run;
@@ -86,8 +149,23 @@ each with its arguments (secrets redacted) and their digest, the one the
 terminal prompt shows. A decision is signed with the state directory's key
 and bound to the request's run, action and arguments' digest: the waiting
 run ignores any decision without such a proof.
+
+--arguments '{...}' approves other arguments than the model's (a tool call's,
+a JSON object): the waiting run checks them against the tool's schema and puts
+them through the policies again, and the model is told its call ran with
+edited arguments. --remember approves and remembers: for the rest of the run
+(or --for a duration), a call of the same tool with the same arguments is
+approved without asking; --widen name=glob (repeatable) lets one argument
+vary, as a glob. The rule is printed as the run will hold it; it never covers
+another tool, an argument more or fewer, or a value the globs do not match,
+and it never overrides a deny. Both are signed with the decision.
+
 The queue is in --state-dir, or in the state_dir of the configuration named
 by --config, or in ./.symbi.`,
+		Example: `  symbi approve                                   # list pending requests
+  symbi approve 3f9c1a2b7d4e --reason "checked the path"
+  symbi approve 3f9c1a2b7d4e --arguments '{"path":"notes/today.md"}'
+  symbi approve 3f9c1a2b7d4e --remember --widen 'path=notes/*' --for 1h`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -113,6 +191,10 @@ by --config, or in ./.symbi.`,
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().StringVar(&f.arguments, "arguments", "", "approve these arguments (a JSON object) instead of the model's")
+	cmd.Flags().BoolVar(&f.remember, "remember", false, "approve, and approve calls of the same tool with the same arguments for the rest of the run")
+	cmd.Flags().StringArrayVar(&f.widen, "widen", nil, "with --remember: let an argument vary, name=glob (repeatable)")
+	cmd.Flags().DurationVar(&f.forTime, "for", 0, "with --remember: how long the rule lasts (default: the rest of the run)")
 	return cmd
 }
 

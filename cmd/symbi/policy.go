@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
 
@@ -19,7 +20,7 @@ func newPolicyCmd() *cobra.Command {
 		Long: `Author and test the policies that gate every action: built-in rules, OPA
 (Rego v1) and Cedar. See docs/policy.md.`,
 	}
-	cmd.AddCommand(newPolicyEvalCmd(), newPolicyTestCmd())
+	cmd.AddCommand(newPolicyEvalCmd(), newPolicyTestCmd(), newPolicyShadowCmd())
 	return cmd
 }
 
@@ -89,7 +90,16 @@ determined the decision, or the rules. Exit code 0 when the policy lets the acti
 				fmt.Fprintf(out, "arguments: %s\n", d.Arguments)
 			}
 			fmt.Fprintf(out, "engine:   %s\n", d.Engine)
+			if d.EngineError {
+				fmt.Fprintf(out, "error:    the engine reached no decision; the deny is an engine error, mapped to deny\n")
+			}
 			fmt.Fprintf(out, "policy:   %s\n", addr)
+			if p := cfg.Plan.Policy(addr); p != nil {
+				fmt.Fprintf(out, "version:  %s\n", policy.Version(*p))
+				if p.Mode == plan.PolicyModeShadow {
+					fmt.Fprintf(out, "mode:     shadow (a run journals this decision and does not enforce it)\n")
+				}
+			}
 			fmt.Fprintf(out, "agent:    %s\n", agent)
 			fmt.Fprintf(out, "time:     %s\n", elapsed.Round(time.Microsecond))
 			if explain {

@@ -166,10 +166,17 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 			limit = limit.Round(time.Millisecond)
 		}
 	}
-	rec := policy.ApprovalRecord{ID: req.ID, By: a.by, Via: "terminal"}
-	line, err := a.input.next(wait, "Approve? [y/N] ")
+	next := func(prompt string) (string, error) {
+		line, err := a.input.next(wait, prompt)
+		if err == nil && a.echo {
+			fmt.Fprintln(a.out, line)
+		}
+		return line, err
+	}
+	rec, err := policy.Converse(a.out, req, next, policy.ApprovalRecord{ID: req.ID, By: a.by, Via: "terminal"}, time.Now)
 	switch {
 	case err == nil:
+		return rec, nil
 	case errors.Is(err, context.DeadlineExceeded):
 		// The request's own limit, or a deadline the caller put on asking
 		// (an escalation's timeout): either way nobody answered in time.
@@ -179,18 +186,9 @@ func (a *lineApprover) Approve(ctx context.Context, req policy.Request) (policy.
 	case ctx.Err() != nil:
 		fmt.Fprintln(a.out)
 		return policy.ApprovalRecord{}, ctx.Err()
-	default:
-		if a.echo {
-			fmt.Fprintln(a.out)
-		}
-		rec.At = time.Now()
-		rec.Reason = "no answer (denied)"
-		return rec, nil
 	}
 	if a.echo {
-		fmt.Fprintln(a.out, line)
+		fmt.Fprintln(a.out)
 	}
-	rec.At = time.Now()
-	rec.Approved, rec.Reason = policy.ParseAnswer(line)
-	return rec, nil
+	return policy.ApprovalRecord{ID: req.ID, By: a.by, Via: "terminal", At: time.Now(), Reason: "no answer (denied)"}, nil
 }

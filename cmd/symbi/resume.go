@@ -16,6 +16,7 @@ func newResumeCmd() *cobra.Command {
 	var where stateDirFlags
 	var jsonOut bool
 	var obs observeFlags
+	var approval approverFlags
 	cmd := &cobra.Command{
 		Use:     "resume ID",
 		Example: "  symbi resume 20261202T133000Z-4f3a9c1b\n  symbi resume latest",
@@ -52,6 +53,10 @@ says why), and a saved plan that is not the one the run started with.`,
 			}
 			defer lock.Unlock()
 			withdrawRequests(stateDir, id)
+			approver, err := approval.newApprover(cmd, stateDir)
+			if err != nil {
+				return err
+			}
 			ctx, stop := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			out := newRunPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), jsonOut)
@@ -67,7 +72,7 @@ says why), and a saved plan that is not the one the run started with.`,
 			opts := engine.Options{
 				LookupEnv: os.LookupEnv,
 				OnEvent:   out.event,
-				Approver:  newApprover(cmd, stateDir),
+				Approver:  approver,
 			}
 			o.apply(&opts)
 			res, err := engine.ResumeLocked(ctx, lock, opts)
@@ -87,6 +92,7 @@ says why), and a saved plan that is not the one the run started with.`,
 	where.add(cmd, false)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	obs.add(cmd, false)
+	approval.add(cmd)
 	return cmd
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
-	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/provider/cassette"
 )
 
@@ -33,6 +32,7 @@ func newRunCmd() *cobra.Command {
 		jsonOut                            bool
 		tape                               tapeFlags
 		obs                                observeFlags
+		approval                           approverFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PATH] [INPUT]",
@@ -59,6 +59,14 @@ OpenTelemetry collector, OTEL_TRACES_EXPORTER=console prints the spans, and a
 run started with TRACEPARENT in its environment joins that trace. The summary
 names the run's trace id. --decision-log writes every gate decision in OPA's
 decision-log format. See docs/telemetry.md.
+
+An action that needs a person (an ask, approval = "always") is put to the
+terminal when standard input is one; without one, to the approval queue
+(symbi approve, symbi deny); with --non-interactive, or under CI ($CI set,
+no terminal), to nobody: it is refused at once, with the code no_approver,
+unless --approver queue. A person who does not answer within
+--approval-timeout refuses it (approval_timeout), as does a no
+(denied_by_approver). Nothing waits without end.
 
 Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
 denial, a budget or a limit, 4 runtime failure (a request that differs from
@@ -116,7 +124,7 @@ the cassette among them), 130 cancelled.`,
 			if f := tape.file(); f != "" {
 				protected = append(protected, f)
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: protected, tape: tape, observe: obs})
+			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: protected, tape: tape, observe: obs, approval: &approval})
 		},
 	}
 	addVarFlags(cmd)
@@ -130,6 +138,7 @@ the cassette among them), 130 cancelled.`,
 	cmd.Flags().BoolVar(&tape.missing, "record-missing", false, "with --replay: record again from the live model what does not match, and rewrite the cassette")
 	cmd.Flags().BoolVar(&tape.chunks, "record-chunks", false, "keep the streamed chunks of what is recorded, with their timing")
 	obs.add(cmd, false)
+	approval.add(cmd)
 	return cmd
 }
 
@@ -272,6 +281,7 @@ type runRequest struct {
 	protected                      []string // files of the run besides the plan's own (engine.Options.Protected)
 	tape                           tapeFlags
 	observe                        observeFlags
+	approval                       *approverFlags
 }
 
 // runSources are the files a run was made from that its plan does not list:
@@ -303,6 +313,13 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	if stateDir == "" {
 		stateDir = engine.DefaultStateDir(p, baseDir)
 	}
+	if req.approval == nil {
+		req.approval = &approverFlags{}
+	}
+	approver, err := req.approval.newApprover(cmd, stateDir)
+	if err != nil {
+		return err
+	}
 	sess, err := req.tape.session()
 	if err != nil {
 		return err
@@ -331,7 +348,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 		Protected: req.protected,
 		LookupEnv: os.LookupEnv,
 		OnEvent:   out.event,
-		Approver:  newApprover(cmd, stateDir),
+		Approver:  approver,
 		Cassette:  tape,
 	}
 	obs.apply(&opts)
@@ -366,7 +383,7 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 		res, err = e.Run(ctx, req.agent, req.input, engine.RunOptions{})
 	}
 	if err != nil {
-		if errors.Is(err, engine.ErrUnknownAgent) {
+		if errors.Is(err, engine.ErrUnknownAgent) || errors.Is(err, engine.ErrToolDrift) {
 			return exitWith(exitInvalid, "%v", err)
 		}
 		if ctx.Err() != nil {
@@ -385,6 +402,11 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 // terminationExit maps how a run ended to the exit code; the summary has
 // already said why, so the error carries no message.
 func terminationExit(t engine.Termination) error {
+	if errors.Is(t.Err, engine.ErrToolDrift) {
+		// A server's new tool list differed from the lock file mid-run: the
+		// same verdict as at the start.
+		return exitWith(exitInvalid, "")
+	}
 	switch t.Reason {
 	case engine.Completed:
 		return nil
@@ -425,16 +447,6 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 }
 
 // isTerminal (repl.go) says whether a reader or writer is a terminal.
-
-// newApprover is the terminal prompt when standard input is a terminal,
-// and the file queue in the state directory (answered with `symbi approve`
-// and `symbi deny`) otherwise.
-func newApprover(cmd *cobra.Command, stateDir string) policy.Approver {
-	if in := cmd.InOrStdin(); isTerminal(in) {
-		return policy.NewTerminalApprover(in, cmd.ErrOrStderr(), os.Getenv("USER"))
-	}
-	return &policy.QueueApprover{Queue: policy.NewQueue(stateDir)}
-}
 
 // jsonLine writes v as one JSON line.
 func jsonLine(w io.Writer, v any) {
@@ -675,7 +687,7 @@ func (p *runPrinter) summary(res *engine.Result) {
 		line := map[string]any{
 			"event": "summary", "run": res.RunID, "agent": res.Agent, "answer": res.Answer,
 			"termination": res.Termination, "iterations": res.Iterations, "usage": res.Usage,
-			"reserved": res.Reserved, "elapsed_ms": res.Elapsed.Milliseconds(),
+			"reserved": res.Reserved, "elapsed_ms": res.Elapsed.Milliseconds(), "shadow": res.Shadow, "approvals": res.Approvals,
 		}
 		if res.TraceID != "" {
 			line["trace_id"] = res.TraceID
@@ -701,6 +713,12 @@ func (p *runPrinter) summary(res *engine.Result) {
 	fmt.Fprintf(p.stderr, "\n%s · %d iteration%s · %d tokens · $%.4f%s · %s · run %s%s%s\n",
 		t.String(), res.Iterations, plural(res.Iterations), res.Usage.TotalTokens, res.Usage.CostUSD, reserved,
 		res.Elapsed.Round(1e6), res.RunID, where, trace)
+	if !res.Approvals.Zero() {
+		fmt.Fprintf(p.stderr, "approvals: %s\n", res.Approvals)
+	}
+	for _, s := range res.Shadow {
+		fmt.Fprintf(p.stderr, "shadow: %s\n", s)
+	}
 }
 
 func plural(n int) string {

@@ -95,6 +95,19 @@ func liveLines(ev journal.Event, depth int) []string {
 				line += ": " + clip(dec.Reason, 160)
 			}
 			lines = append(lines, line)
+			// A shadow policy is worth a line where it would have decided
+			// otherwise: that is what watching it is for.
+			ran := dec.Outcome == policy.Allow || dec.Outcome == policy.Modify
+			for _, s := range g.Shadow {
+				deny, allow := s.Outcome == policy.Deny, s.Outcome == policy.Allow || s.Outcome == policy.Modify
+				if deny && ran || allow && !ran {
+					l := fmt.Sprintf("  ◌ shadow %s would %s %s", s.Policy, s.Outcome, clip(what, 60))
+					if s.Reason != "" {
+						l += ": " + clip(s.Reason, 140)
+					}
+					lines = append(lines, l)
+				}
+			}
 		}
 		return lines
 	case journal.ApprovalDecided:
@@ -103,9 +116,25 @@ func liveLines(ev journal.Event, depth int) []string {
 			return nil
 		}
 		if d.Approved {
-			return one("✓ approved %s by %s", clip(d.Tool, 60), clip(d.By, 40))
+			line := fmt.Sprintf("✓ approved %s by %s", clip(d.Tool, 60), clip(d.By, 40))
+			switch {
+			case d.Via == "standing":
+				line += " (a remembered rule)"
+			case len(d.Arguments) > 0:
+				line += " with edited arguments " + policy.ArgumentsLine(d.Arguments, 100)
+			}
+			return []string{line}
+		}
+		if d.Code != "" {
+			return one("✗ not approved (%s) %s: %s", d.Code, clip(d.Tool, 60), clip(d.Reason, 160))
 		}
 		return one("✗ not approved %s: %s", clip(d.Tool, 60), clip(d.Reason, 160))
+	case journal.ApprovalRemembered:
+		var d journal.ApprovalRememberedData
+		if ev.Decode(&d) != nil {
+			return nil
+		}
+		return one("✓ remembered by %s: %s", clip(d.By, 40), clip(d.Rule, 200))
 	case journal.ApprovalRejected:
 		var d journal.ApprovalRejectedData
 		if ev.Decode(&d) != nil {
@@ -177,6 +206,29 @@ func liveLines(ev journal.Event, depth int) []string {
 			return nil
 		}
 		return one("◇ step %s %s", clip(d.StepID, 60), d.Status)
+	case journal.ToolDrift:
+		var d journal.ToolDriftData
+		if ev.Decode(&d) != nil {
+			return nil
+		}
+		what := map[string]string{
+			"refused": "refused (on_drift = \"refuse\")",
+			"hidden":  "hidden from the model (on_drift = \"hide_tool\")",
+			"warned":  "used anyway (on_drift = \"warn\")",
+		}[d.Action]
+		when := ""
+		if d.ListChanged {
+			when = ", after list_changed"
+		}
+		lines := []string{fmt.Sprintf("⚠ %s%s: %s", d.Summary, when, what)}
+		// The diff is what a person needs to judge the change; a drift the
+		// run refuses shows it in the error instead.
+		if d.Action != "refused" {
+			for _, l := range d.Details {
+				lines = append(lines, "    "+clip(l, 200))
+			}
+		}
+		return lines
 	case journal.DelegationStarted:
 		var d journal.DelegationStartedData
 		if ev.Decode(&d) != nil {

@@ -33,7 +33,15 @@ func Timeline(evs []journal.Event) string {
 			b.WriteString(" by the call in flight")
 		}
 	}
-	b.WriteString("\n")
+	// What people answered and where shadow policies disagreed belong to
+	// the run's summary, on its line.
+	if a := journal.ApprovalsOf(evs); !a.Zero() {
+		fmt.Fprintf(&b, "; approvals: %s", a)
+	}
+	for _, t := range journal.ShadowOf(evs) {
+		fmt.Fprintf(&b, "; shadow: %s", policy.EscapeLine(t.String()))
+	}
+	b.WriteByte('\n')
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	start := evs[0].Time
 	for _, ev := range evs {
@@ -147,11 +155,20 @@ func eventText(ev journal.Event) string {
 		var d journal.ApprovalDecidedData
 		if ev.Decode(&d) == nil {
 			s := d.Tool + " denied"
+			if d.Code != "" {
+				s = d.Tool + " not approved (" + d.Code + ")"
+			}
 			if d.Approved {
 				s = d.Tool + " approved"
 			}
 			if d.By != "" {
 				s += " by " + d.By
+			}
+			if d.Via == "standing" {
+				s += " by a remembered rule"
+			}
+			if len(d.Arguments) > 0 {
+				s += " with edited arguments " + compactJSON(d.Arguments)
 			}
 			if d.Reason != "" {
 				s += ": " + d.Reason
@@ -308,6 +325,23 @@ func eventText(ev journal.Event) string {
 			}
 			return fmt.Sprintf("candidate %d selected by %s, score %.2f", d.Index, d.Selector, d.Score)
 		}
+	case journal.ApprovalRemembered:
+		var d journal.ApprovalRememberedData
+		if ev.Decode(&d) == nil {
+			return "remembered by " + d.By + ": " + d.Rule
+		}
+	case journal.ToolDrift:
+		var d journal.ToolDriftData
+		if ev.Decode(&d) == nil {
+			s := d.Summary + ": " + d.Action
+			if d.ListChanged {
+				s += " (after list_changed)"
+			}
+			if len(d.Details) > 0 {
+				s += "; " + strings.Join(d.Details, "; ")
+			}
+			return s
+		}
 	case journal.Terminated:
 		var d journal.TerminatedData
 		if ev.Decode(&d) == nil {
@@ -358,9 +392,14 @@ func actionText(a policy.Action) string {
 }
 
 // Gate is one gate record on one line, escaped: the action's name and the
-// decision on it, "shell: deny by policy.rules (rules): reason".
+// decision on it, "shell: deny by policy.rules (rules): reason", and what
+// each shadow policy decided, "[shadow policy.strict: deny]".
 func Gate(g journal.GateRecord) string {
-	return policy.EscapeLine(actionName(g.Action) + ": " + Decision(g.Decision))
+	s := actionName(g.Action) + ": " + Decision(g.Decision)
+	for _, d := range g.Shadow {
+		s += fmt.Sprintf(" [shadow %s: %s]", d.Policy, d.Outcome)
+	}
+	return policy.EscapeLine(s)
 }
 
 // actionName names an action briefly: the tool, or the action's type.
@@ -412,6 +451,9 @@ func Decision(d policy.Decision) string {
 	}
 	if d.Outcome == policy.Modify && len(d.Arguments) > 0 {
 		s += fmt.Sprintf(" (arguments now %s)", d.Arguments)
+	}
+	if d.EngineError {
+		s += " (an engine error, mapped to deny)"
 	}
 	return s
 }
