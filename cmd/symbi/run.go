@@ -19,7 +19,6 @@ import (
 
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/interp"
-	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
@@ -335,7 +334,7 @@ func (p *runPrinter) event(ev engine.Event) {
 		}
 		return
 	}
-	if lines := render.Live(journalEvent(ev), ev.Depth); len(lines) > 0 {
+	if lines := render.Live(ev.Journal(), ev.Depth); len(lines) > 0 {
 		p.endLine()
 		indent := strings.Repeat("  ", ev.Depth)
 		for _, line := range lines {
@@ -401,12 +400,6 @@ func (p *runPrinter) endReasoning() {
 		io.WriteString(p.stderr, "\n")
 	}
 	p.reasoning, p.reasoningMidLine = false, false
-}
-
-// journalEvent is the journal line an engine event is (or, for a run
-// without a journal, would be): what the renderer reads.
-func journalEvent(ev engine.Event) journal.Event {
-	return journal.Event{Seq: ev.Seq, Time: ev.Time, RunID: ev.RunID, Agent: ev.Agent, Iteration: ev.Iteration, Type: ev.Type, Data: ev.Data}
 }
 
 func waitsForModel(typ string) bool {
