@@ -129,13 +129,39 @@ func TestWireMessagesEncodedOnce(t *testing.T) {
 func TestWireBodyOfAnotherShapeIsNotSent(t *testing.T) {
 	w := &wireMessages{model: "m", messages: [][]byte{[]byte(`{"role":"user"}`)}}
 	for _, body := range []string{``, `{}`, `{"model":"n","messages":null}`, `{"model":"m","messages":[]}`, `{"model":"m"}`, `{"messages":null,"model":"m"}`} {
-		if got, err := w.splice([]byte(body)); !errors.Is(err, errWireBody) {
-			t.Errorf("splice(%s) = %s, %v; want errWireBody", body, got, err)
+		if got, _, err := w.splice([]byte(body)); !errors.Is(err, errWireBody) {
+			t.Errorf("splice(%s) = %v, %v; want errWireBody", body, got, err)
 		}
 	}
-	got, err := w.splice([]byte(`{"model":"m","messages":null,"stream":true}`))
-	if err != nil || string(got) != `{"model":"m","messages":[{"role":"user"}],"stream":true}` {
-		t.Errorf("splice = %s, %v", got, err)
+	for _, tc := range []struct {
+		messages [][]byte
+		want     string
+	}{
+		{nil, `{"model":"m","messages":[],"stream":true}`},
+		{[][]byte{[]byte(`{"role":"user"}`)}, `{"model":"m","messages":[{"role":"user"}],"stream":true}`},
+		{[][]byte{[]byte(`1`), []byte(`2`), []byte(`3`)}, `{"model":"m","messages":[1,2,3],"stream":true}`},
+	} {
+		w := &wireMessages{model: "m", messages: tc.messages}
+		r, size, err := w.splice([]byte(`{"model":"m","messages":null,"stream":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One byte at a time, then whatever is left: a reader's every
+		// piece boundary.
+		var got []byte
+		buf := make([]byte, 1)
+		for len(got) < 5 {
+			n, err := r.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, buf[:n]...)
+		}
+		rest, _ := io.ReadAll(r)
+		got = append(got, rest...)
+		if string(got) != tc.want || size != int64(len(tc.want)) {
+			t.Errorf("splice = %s (%d bytes said), want %s", got, size, tc.want)
+		}
 	}
 
 	s := newSetup(t, nil, fakeserver.Text("ok"))
