@@ -113,6 +113,8 @@ type Writer struct {
 	kick chan struct{}
 	done chan struct{}
 	wg   sync.WaitGroup
+
+	syncFile func(*os.File) error // (*os.File).Sync; tests count the syncs
 }
 
 // Path returns the journal file's path.
@@ -267,6 +269,8 @@ func newWriter(path, runID string, mode SyncMode, opts []Option) *Writer {
 		now:   time.Now,
 		kick:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
+
+		syncFile: (*os.File).Sync,
 	}
 	for _, o := range opts {
 		o(w)
@@ -417,7 +421,7 @@ func (w *Writer) flushLocked(what string) error {
 	}
 	switch w.mode {
 	case SyncAlways:
-		if err := w.f.Sync(); err != nil {
+		if err := w.syncFile(w.f); err != nil {
 			w.err = fmt.Errorf("journal: syncing %s: %w", w.path, err)
 			return w.err
 		}
@@ -435,9 +439,14 @@ func (w *Writer) flushLocked(what string) error {
 
 // syncLoop turns a burst of appends into at most one fsync per
 // SyncInterval, off the appending goroutines' path.
+//
+// The first sync, too, waits until SyncInterval after the loop starts: a
+// run that ends sooner (one model call, a short tool loop) is synced once,
+// by Close, instead of by a sync that Close would wait for and then repeat.
+// No line waits longer than SyncInterval either way.
 func (w *Writer) syncLoop() {
 	defer w.wg.Done()
-	var last time.Time
+	last := time.Now()
 	timer := time.NewTimer(0)
 	<-timer.C
 	for {
@@ -461,7 +470,7 @@ func (w *Writer) syncLoop() {
 		// Sync runs without the lock so appends continue meanwhile; a line
 		// written during it sets dirty again and is synced next round.
 		w.syncDirs()
-		err := w.f.Sync()
+		err := w.syncFile(w.f)
 		last = time.Now()
 		if err != nil {
 			w.mu.Lock()
@@ -488,7 +497,7 @@ func (w *Writer) Sync() error {
 		}
 	}
 	w.dirty = false
-	if err := w.f.Sync(); err != nil {
+	if err := w.syncFile(w.f); err != nil {
 		return fmt.Errorf("journal: syncing %s: %w", w.path, err)
 	}
 	return w.err
@@ -516,7 +525,7 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.err
-	if serr := w.f.Sync(); serr != nil && err == nil {
+	if serr := w.syncFile(w.f); serr != nil && err == nil {
 		err = fmt.Errorf("journal: syncing %s: %w", w.path, serr)
 	}
 	if cerr := w.f.Close(); cerr != nil && err == nil {
