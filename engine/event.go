@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -22,6 +23,42 @@ type Event struct {
 	Type      string          `json:"event"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	Delta     string          `json:"delta,omitempty"`
+	// Value is Data already decoded (journal.Event.Value), for the events
+	// shown on every round: reasoning_complete, policy_evaluated and
+	// tool_result. It is set only when decoding Data gives it back: Data
+	// is its encoding, unredacted, and no text in it was coerced to valid
+	// UTF-8; otherwise it is nil. It shares memory with the run: read it
+	// while OnEvent runs, never change it.
+	Value any `json:"-"`
+}
+
+// Journal is the journal line ev is (or, for a run without a journal,
+// would be), with its Value.
+func (ev Event) Journal() journal.Event {
+	return journal.Event{Seq: ev.Seq, Time: ev.Time, RunID: ev.RunID, Agent: ev.Agent, Iteration: ev.Iteration, Type: ev.Type, Data: ev.Data, Value: ev.Value}
+}
+
+// shownValue is data as the journal type a reader decodes it into, for the
+// event types Event.Value is set for; nil for the others.
+func shownValue(data any) any {
+	switch d := data.(type) {
+	case reasoningData:
+		return d.ReasoningCompleteData
+	case journal.PolicyEvaluatedData:
+		return d
+	case journal.ToolResultData:
+		return d
+	}
+	return nil
+}
+
+// decodesTo reports whether decoding encoded, json.Marshal's encoding of a
+// value, gives that value back, as far as the event types shownValue
+// knows go: encoding/json writes a string's invalid UTF-8 as \ufffd,
+// which decodes to another string. (A string that holds the six
+// characters \ufffd makes this say false too: the event is decoded.)
+func decodesTo(encoded []byte) bool {
+	return !bytes.Contains(encoded, []byte(`\ufffd`))
 }
 
 // ContentDelta is the type of a streamed piece of a model turn. It is not

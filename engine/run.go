@@ -546,7 +546,10 @@ func (r *run) flushJournal() error {
 
 func (r *run) journal(typ string, data any, hold bool) error {
 	r.flushDelta()
-	var raw json.RawMessage
+	var (
+		raw   json.RawMessage
+		value any // Event.Value
+	)
 	if data != nil {
 		enc := dataEncoders.Get().(*dataEncoder)
 		defer dataEncoders.Put(enc)
@@ -556,6 +559,9 @@ func (r *run) journal(typ string, data any, hold bool) error {
 		}
 		raw = r.e.secrets.JSON(b)
 		if r.e.opts.OnEvent != nil {
+			if v := shownValue(data); v != nil && sameBytes(raw, b) && decodesTo(b) {
+				value = v
+			}
 			// The journal only copies the data; an event handler may keep it.
 			raw = bytes.Clone(raw)
 		}
@@ -574,9 +580,15 @@ func (r *run) journal(typ string, data any, hold bool) error {
 		seq = written.Seq
 	}
 	if r.e.opts.OnEvent != nil {
-		r.e.emit(Event{Seq: seq, Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: typ, Data: raw})
+		r.e.emit(Event{Seq: seq, Time: r.e.opts.Now(), RunID: r.id, Agent: r.agent.Address, Depth: r.ro.Depth, Iteration: r.iter, Type: typ, Data: raw, Value: value})
 	}
 	return nil
+}
+
+// sameBytes reports whether a and b are the same memory: the redactor
+// returns its input itself when it redacted nothing.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // dataEncoder encodes event data as json.Marshal does into a buffer that

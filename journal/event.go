@@ -3,6 +3,7 @@ package journal
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/symbi-dev/symbi/budget"
@@ -24,11 +25,26 @@ type Event struct {
 	Iteration int             `json:"iteration"`
 	Type      string          `json:"event"`
 	Data      json.RawMessage `json:"data,omitempty"`
+
+	// Value, when set, is what Data decodes to, already decoded: a value
+	// (not a pointer) of the *Data type matching Type. The engine sets it
+	// on the events it hands an observer as they happen, so that showing
+	// one does not decode the JSON it has just encoded; it is never
+	// written, and no event read from a file has it. It may share memory
+	// with the run: read it, never change it.
+	Value any `json:"-"`
 }
 
 // Decode unmarshals the event's data into v, typically a pointer to the
-// *Data struct matching e.Type.
+// *Data struct matching e.Type. When the event carries a Value of v's
+// type, Decode copies it instead.
 func (e Event) Decode(v any) error {
+	if e.Value != nil {
+		if dst := reflect.ValueOf(v); dst.Kind() == reflect.Pointer && !dst.IsNil() && dst.Elem().Type() == reflect.TypeOf(e.Value) {
+			dst.Elem().Set(reflect.ValueOf(e.Value))
+			return nil
+		}
+	}
 	if len(e.Data) == 0 {
 		return fmt.Errorf("journal: %s event (seq %d) has no data", e.Type, e.Seq)
 	}

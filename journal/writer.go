@@ -113,6 +113,8 @@ type Writer struct {
 	kick chan struct{}
 	done chan struct{}
 	wg   sync.WaitGroup
+
+	syncFile func(*os.File) error // (*os.File).Sync; tests count the syncs
 }
 
 // Path returns the journal file's path.
@@ -169,11 +171,11 @@ func Create(stateDir, runID string, mode SyncMode, opts ...Option) (*Writer, err
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	w.chain = newChain(w.key, runID)
-	w.start(f, 0)
 	// Syncing the file's lines is not enough after a power loss if the
 	// directory entries naming the file were never synced. In background
-	// mode that waits for the first background sync, like the lines.
+	// mode the sync loop syncs them as it starts, off the caller's path.
 	w.dirs = []string{RunDir(stateDir, runID), filepath.Join(stateDir, "runs")}
+	w.start(f, 0)
 	if mode == SyncAlways {
 		w.syncDirs()
 	}
@@ -267,6 +269,8 @@ func newWriter(path, runID string, mode SyncMode, opts []Option) *Writer {
 		now:   time.Now,
 		kick:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
+
+		syncFile: (*os.File).Sync,
 	}
 	for _, o := range opts {
 		o(w)
@@ -417,7 +421,7 @@ func (w *Writer) flushLocked(what string) error {
 	}
 	switch w.mode {
 	case SyncAlways:
-		if err := w.f.Sync(); err != nil {
+		if err := w.syncFile(w.f); err != nil {
 			w.err = fmt.Errorf("journal: syncing %s: %w", w.path, err)
 			return w.err
 		}
@@ -435,9 +439,17 @@ func (w *Writer) flushLocked(what string) error {
 
 // syncLoop turns a burst of appends into at most one fsync per
 // SyncInterval, off the appending goroutines' path.
+//
+// The first sync, too, waits until SyncInterval after the loop starts: a
+// run that ends sooner (one model call, a short tool loop) is synced once,
+// by Close, instead of by a sync that Close would wait for and then repeat.
+// No line waits longer than SyncInterval either way.
 func (w *Writer) syncLoop() {
 	defer w.wg.Done()
-	var last time.Time
+	// The directory entries Create made will not change: they are synced
+	// now, while the run starts, not with the first lines.
+	w.syncDirs()
+	last := time.Now()
 	timer := time.NewTimer(0)
 	<-timer.C
 	for {
@@ -461,7 +473,7 @@ func (w *Writer) syncLoop() {
 		// Sync runs without the lock so appends continue meanwhile; a line
 		// written during it sets dirty again and is synced next round.
 		w.syncDirs()
-		err := w.f.Sync()
+		err := w.syncFile(w.f)
 		last = time.Now()
 		if err != nil {
 			w.mu.Lock()
@@ -488,7 +500,7 @@ func (w *Writer) Sync() error {
 		}
 	}
 	w.dirty = false
-	if err := w.f.Sync(); err != nil {
+	if err := w.syncFile(w.f); err != nil {
 		return fmt.Errorf("journal: syncing %s: %w", w.path, err)
 	}
 	return w.err
@@ -510,13 +522,19 @@ func (w *Writer) Close() error {
 	w.closed = true
 	w.mu.Unlock()
 	close(w.done)
+	// The final sync starts now, while the sync loop ends any sync it is
+	// in, rather than after it: syncs that overlap can share one commit of
+	// the file system's journal.
+	final := make(chan error, 1)
+	go func() { final <- w.syncFile(w.f) }()
 	w.wg.Wait()
 
 	w.syncDirs()
+	serr := <-final
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.err
-	if serr := w.f.Sync(); serr != nil && err == nil {
+	if serr != nil && err == nil {
 		err = fmt.Errorf("journal: syncing %s: %w", w.path, serr)
 	}
 	if cerr := w.f.Close(); cerr != nil && err == nil {
@@ -592,19 +610,24 @@ func (w *Writer) syncDirs() {
 	w.dirs = nil
 	w.mu.Unlock()
 	for _, d := range dirs {
-		syncDir(d)
+		w.syncDir(d)
 	}
 }
+
+// syncDir makes a directory's entries durable, with w's sync.
+func (w *Writer) syncDir(dir string) { syncDirWith(dir, w.syncFile) }
 
 // syncDir makes a directory's entries durable. It is best effort: some
 // systems cannot sync a directory, and the lines themselves are already
 // safe from a killed process.
-func syncDir(dir string) {
+func syncDir(dir string) { syncDirWith(dir, (*os.File).Sync) }
+
+func syncDirWith(dir string, sync func(*os.File) error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return
 	}
-	_ = d.Sync()
+	_ = sync(d)
 	d.Close()
 }
 

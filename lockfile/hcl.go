@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -160,7 +161,7 @@ var (
 	}
 	toolSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "digest", Required: true}, {Name: "definition", Required: true}}}
 	commandSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "executable", Required: true}, {Name: "sha256", Required: true}}}
-	digestRE      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	digestRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 )
 
 // Parse reads a lock file. Every problem is a diagnostic with the range it
@@ -337,7 +338,7 @@ func digestAttr(a *hcl.Attribute) (string, hcl.Diagnostics) {
 	if diags.HasErrors() || a == nil {
 		return s, diags
 	}
-	if !digestRE.MatchString(s) {
+	if !digestRE().MatchString(s) {
 		return "", hcl.Diagnostics{attrError(a, fmt.Sprintf("%q is not a digest: want \"sha256:\" and 64 lower-case hex digits", s))}
 	}
 	return s, nil

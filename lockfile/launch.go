@@ -190,8 +190,12 @@ type Package struct {
 }
 
 var (
-	exactSemver = regexp.MustCompile(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	exactPEP440 = regexp.MustCompile(`^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$`)
+	exactSemver = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	})
+	exactPEP440 = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$`)
+	})
 )
 
 // LauncherPackage reads the package argv runs when argv[0] is npx, uvx or
@@ -263,17 +267,17 @@ func npmSpec(spec string) (name, version string, pinned bool) {
 		return spec, "", false
 	}
 	name, version = spec[:at], spec[at+1:]
-	return name, version, exactSemver.MatchString(version)
+	return name, version, exactSemver().MatchString(version)
 }
 
 // pypiSpec splits "name==1.2.3" (or uv's "name@1.2.3") into name and
 // version.
 func pypiSpec(spec string) (name, version string, pinned bool) {
 	if n, v, ok := strings.Cut(spec, "=="); ok {
-		return n, v, exactPEP440.MatchString(v)
+		return n, v, exactPEP440().MatchString(v)
 	}
 	if n, v, ok := strings.Cut(spec, "@"); ok && n != "" {
-		return n, v, exactPEP440.MatchString(v)
+		return n, v, exactPEP440().MatchString(v)
 	}
 	for _, op := range []string{">=", "<=", "~=", "!=", ">", "<"} {
 		if n, v, ok := strings.Cut(spec, op); ok {

@@ -549,7 +549,7 @@ func (p *runPrinter) event(ev engine.Event) {
 		}
 		return
 	}
-	if lines := render.Live(journalEvent(ev), ev.Depth); len(lines) > 0 {
+	if lines := render.Live(ev.Journal(), ev.Depth); len(lines) > 0 {
 		p.endLine()
 		indent := strings.Repeat("  ", ev.Depth)
 		for _, line := range lines {
@@ -662,12 +662,6 @@ func (p *runPrinter) endReasoning() {
 		io.WriteString(p.stderr, "\n")
 	}
 	p.reasoning, p.reasoningMidLine = false, false
-}
-
-// journalEvent is the journal line an engine event is (or, for a run
-// without a journal, would be): what the renderer reads.
-func journalEvent(ev engine.Event) journal.Event {
-	return journal.Event{Seq: ev.Seq, Time: ev.Time, RunID: ev.RunID, Agent: ev.Agent, Iteration: ev.Iteration, Type: ev.Type, Data: ev.Data}
 }
 
 func waitsForModel(typ string) bool {

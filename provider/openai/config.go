@@ -205,6 +205,9 @@ type exchange struct {
 	// plain is a plain answer's body as go-openai read it, for what
 	// go-openai does not decode (reasoning under its other names).
 	plain []byte
+	// wire: the request's messages, which the recorder puts into the
+	// body go-openai built without them (wire.go).
+	wire *wireMessages
 }
 
 type exchangeKey struct{}
@@ -214,6 +217,13 @@ type recorder struct{ base http.RoundTripper }
 func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = provider.WithTraceContext(req)
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if ex != nil && ex.wire != nil {
+		full, err := ex.wire.withMessages(req)
+		if err != nil {
+			return nil, err
+		}
+		req = full
+	}
 	if ex != nil {
 		ex.sent = true
 	}

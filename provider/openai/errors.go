@@ -75,6 +75,8 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 	switch {
 	case errors.As(err, &syntaxErr), errors.As(err, &typeErr), errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages):
 		return failure{err: m.typed(provider.MalformedResponse, "", ex.status, err)}
+	case errors.Is(err, errWireBody):
+		return failure{err: m.typed(provider.InvalidRequest, "", 0, err)}
 	case isPermanentConnectionError(err):
 		// Another attempt meets the same certificate or the same missing host.
 		return failure{err: m.typed(provider.TransportFailed, "", 0, err)}

@@ -35,16 +35,23 @@ var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 // full copy. go-openai only reads what it is given, so a shared tool-call
 // slice or function definition is never written. Concurrent runs of
 // different conversations only make each other convert more.
+//
+// Each message is also kept encoded (encoded[i] is messages[i] as
+// json.Marshal writes it, in a parallel slice with the same capacity), so a
+// request's body costs one encoding per new message, not one per message
+// per call: the messages array is what grows, and encoding it was most of
+// a long run's client-side cost (see wireBody).
 type wireCache struct {
 	mu       sync.Mutex
 	messages []goopenai.ChatCompletionMessage
+	encoded  [][]byte
 	tools    []goopenai.Tool
 }
 
-func (c *wireCache) load() ([]goopenai.ChatCompletionMessage, []goopenai.Tool) {
+func (c *wireCache) load() ([]goopenai.ChatCompletionMessage, [][]byte, []goopenai.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.messages, c.tools
+	return c.messages, c.encoded, c.tools
 }
 
 // claim empties the cache if it still holds exactly prev, so the caller
@@ -59,10 +66,10 @@ func (c *wireCache) claim(prev []goopenai.ChatCompletionMessage) bool {
 	return true
 }
 
-func (c *wireCache) store(messages []goopenai.ChatCompletionMessage, tools []goopenai.Tool) {
+func (c *wireCache) store(messages []goopenai.ChatCompletionMessage, encoded [][]byte, tools []goopenai.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.messages, c.tools = messages, tools
+	c.messages, c.encoded, c.tools = messages, encoded, tools
 }
 
 // sameMessage reports whether wire is what converting msg gives. A cached
@@ -95,14 +102,16 @@ func sameTool(wire *goopenai.Tool, t *provider.ToolSpec) bool {
 	return ok && bytes.Equal(have, params)
 }
 
-// chatRequest maps a provider request to the wire. Mistakes the server would
-// reject anyway are caught here, with a clearer message.
-func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionRequest, error) {
-	out := goopenai.ChatCompletionRequest{Model: m.cfg.Model}
+// chatRequest maps a provider request to the wire, with each of its messages
+// encoded (encoded[i] is json.Marshal(out.Messages[i]); nil when there are
+// no messages). Mistakes the server would reject anyway are caught here,
+// with a clearer message.
+func (m *Model) chatRequest(req provider.Request) (out goopenai.ChatCompletionRequest, encoded [][]byte, err error) {
+	out = goopenai.ChatCompletionRequest{Model: m.cfg.Model}
 	if req.Model != "" {
 		out.Model = req.Model
 	}
-	prevMessages, prevTools := m.wire.load()
+	prevMessages, prevEncoded, prevTools := m.wire.load()
 	// same: how many leading messages the cache already holds converted.
 	same := 0
 	for same < len(req.Messages) && same < len(prevMessages) && sameMessage(&prevMessages[same], &req.Messages[same]) {
@@ -112,9 +121,12 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 	case n == 0: // none stays nil: "messages":null, as ever
 	case same == len(prevMessages) && n <= cap(prevMessages) && m.wire.claim(prevMessages):
 		out.Messages = prevMessages[:n]
+		encoded = prevEncoded[:n]
 	default:
 		out.Messages = make([]goopenai.ChatCompletionMessage, n, n+max(n, 16))
 		copy(out.Messages, prevMessages[:same])
+		encoded = make([][]byte, n, cap(out.Messages))
+		copy(encoded, prevEncoded[:same])
 	}
 	for i := same; i < len(req.Messages); i++ {
 		msg := &req.Messages[i]
@@ -138,11 +150,16 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 			wire.Role = string(msg.Role)
 			wire.ToolCallID = msg.ToolCallID
 			if msg.ToolCallID == "" {
-				return out, m.typed(provider.InvalidRequest, "", 0, fmt.Errorf("messages[%d]: a tool message needs the tool_call_id it answers", i))
+				return out, nil, m.typed(provider.InvalidRequest, "", 0, fmt.Errorf("messages[%d]: a tool message needs the tool_call_id it answers", i))
 			}
 		default:
-			return out, m.typed(provider.InvalidRequest, "", 0, fmt.Errorf("messages[%d]: unknown role %q", i, msg.Role))
+			return out, nil, m.typed(provider.InvalidRequest, "", 0, fmt.Errorf("messages[%d]: unknown role %q", i, msg.Role))
 		}
+		b, err := json.Marshal(wire)
+		if err != nil {
+			return out, nil, m.typed(provider.InvalidRequest, "", 0, fmt.Errorf("messages[%d]: %w", i, err))
+		}
+		encoded[i] = b
 	}
 	if len(req.Tools) > 0 {
 		if len(prevTools) == len(req.Tools) && sameTools(prevTools, req.Tools) {
@@ -165,7 +182,7 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 	if len(tools) == 0 {
 		tools = prevTools // a call without tools does not forget them
 	}
-	m.wire.store(out.Messages, tools)
+	m.wire.store(out.Messages, encoded, tools)
 	// tool_choice without tools is an error at OpenAI; with no tools there is
 	// nothing to choose, so it is left out.
 	switch tc := req.ToolChoice; {
@@ -175,7 +192,7 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 	case hasTool(req.Tools, tc):
 		out.ToolChoice = goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: tc}}
 	default:
-		return out, m.typed(provider.InvalidRequest, "tool_choice", 0, fmt.Errorf("tool_choice %q is not auto, required, none or one of the request's tools", tc))
+		return out, nil, m.typed(provider.InvalidRequest, "tool_choice", 0, fmt.Errorf("tool_choice %q is not auto, required, none or one of the request's tools", tc))
 	}
 	if req.Temperature != nil {
 		t := float32(*req.Temperature)
@@ -200,7 +217,7 @@ func (m *Model) chatRequest(req provider.Request) (goopenai.ChatCompletionReques
 		out.Stream = true
 		out.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	}
-	return out, nil
+	return out, encoded, nil
 }
 
 func sameTools(wire []goopenai.Tool, tools []provider.ToolSpec) bool {

@@ -23,7 +23,7 @@ func requestModel(t *testing.T) *Model {
 // wireOf is chatRequest on a model with nothing cached.
 func wireOf(t *testing.T, req provider.Request) goopenai.ChatCompletionRequest {
 	t.Helper()
-	out, err := requestModel(t).chatRequest(req)
+	out, _, err := requestModel(t).chatRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestChatRequestReusesThePreviousPrefix(t *testing.T) {
 	var prev goopenai.ChatCompletionRequest
 	for n := range 6 {
 		req := provider.Request{Messages: growingConversation(n, "a"), Tools: requestTools, ToolChoice: "calc"}
-		got, err := m.chatRequest(req)
+		got, _, err := m.chatRequest(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestChatRequestLeavesEarlierRequestsAlone(t *testing.T) {
 	var all []sent
 	send := func(msgs []provider.Message) {
 		req := provider.Request{Messages: msgs, Tools: requestTools}
-		got, err := m.chatRequest(req)
+		got, _, err := m.chatRequest(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestChatRequestSeesEditsInPlace(t *testing.T) {
 	m := requestModel(t)
 	msgs := growingConversation(3, "a")
 	req := provider.Request{Messages: msgs, Tools: requestTools}
-	if _, err := m.chatRequest(req); err != nil {
+	if _, _, err := m.chatRequest(req); err != nil {
 		t.Fatal(err)
 	}
 	msgs[1].Content = "edited"
@@ -120,7 +120,7 @@ func TestChatRequestSeesEditsInPlace(t *testing.T) {
 	tools := append([]provider.ToolSpec(nil), requestTools...)
 	tools[1].Description = "tells the time"
 	req = provider.Request{Messages: msgs, Tools: tools}
-	got, err := m.chatRequest(req)
+	got, _, err := m.chatRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +130,11 @@ func TestChatRequestSeesEditsInPlace(t *testing.T) {
 	// A cached message does not excuse an invalid one at the same place.
 	bad := append([]provider.Message(nil), msgs...)
 	bad[3] = provider.Message{Role: provider.ToolRole, Content: "no id"}
-	if _, err := m.chatRequest(provider.Request{Messages: bad}); err == nil {
+	if _, _, err := m.chatRequest(provider.Request{Messages: bad}); err == nil {
 		t.Error("a tool message without tool_call_id was accepted")
 	}
 	// No messages stays null on the wire.
-	if got, _ := m.chatRequest(provider.Request{}); got.Messages != nil {
+	if got, _, _ := m.chatRequest(provider.Request{}); got.Messages != nil {
 		t.Errorf("messages %v, want nil", got.Messages)
 	}
 }
@@ -151,7 +151,7 @@ func TestChatRequestConcurrent(t *testing.T) {
 			tag := fmt.Sprint(g)
 			for n := range 20 {
 				req := provider.Request{Messages: growingConversation(n, tag), Tools: requestTools[:1+g%2]}
-				got, err := m.chatRequest(req)
+				got, _, err := m.chatRequest(req)
 				if err != nil {
 					t.Error(err)
 					return

@@ -22,10 +22,11 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 	if err := ctx.Err(); err != nil {
 		return provider.Response{}, err
 	}
-	chat, err := m.chatRequest(req)
+	chat, encoded, err := m.chatRequest(req)
 	if err != nil {
 		return provider.Response{}, err
 	}
+	chat, wire := withoutMessages(chat, encoded)
 	if total := m.cfg.Timeouts.Total.Std(); total > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, total, errTotalTimeout)
@@ -36,7 +37,7 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 	}
 	attempts := max(m.cfg.Retry.MaxAttempts, 1)
 	for attempt := 1; ; attempt++ {
-		resp, delivered, f := m.attempt(ctx, chat, onEvent)
+		resp, delivered, f := m.attempt(ctx, chat, wire, onEvent)
 		if f.err == nil {
 			return resp, nil
 		}
@@ -81,10 +82,10 @@ func fits(ctx context.Context, d time.Duration) bool {
 	return !ok || time.Until(deadline) > d
 }
 
-// attempt makes one HTTP request. delivered reports whether any delta
-// reached onEvent.
-func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest, onEvent func(provider.Event)) (provider.Response, bool, failure) {
-	ex := &exchange{stream: chat.Stream, maxBytes: m.maxResponseBytes()}
+// attempt makes one HTTP request: chat, with wire's messages in its body.
+// delivered reports whether any delta reached onEvent.
+func (m *Model) attempt(ctx context.Context, chat goopenai.ChatCompletionRequest, wire *wireMessages, onEvent func(provider.Event)) (provider.Response, bool, failure) {
+	ex := &exchange{stream: chat.Stream, maxBytes: m.maxResponseBytes(), wire: wire}
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, exchangeKey{}, ex))
 	defer cancel(nil)
 	// The first-event timer runs from the request's start, so it covers a

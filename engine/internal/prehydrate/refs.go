@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/symbi-dev/symbi/stdlib"
 )
@@ -17,14 +18,18 @@ type Ref struct {
 	pos   int
 }
 
+// The patterns compile on first use: every symbi command links this
+// package, and few runs pre-hydrate.
 var (
 	// urlPattern is an http(s) URL up to whitespace or a closing bracket or quote.
-	urlPattern = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`)
+	urlPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`) })
 	// pathPattern is a path-like token: one with a slash (./a, ../a, ~/a, /a/b,
 	// dir/file) or a bare file name with an extension (notes.md). A bare
 	// name needs two characters before the dot so "e.g." and "i.e." are not
 	// taken for files.
-	pathPattern = regexp.MustCompile(`(?:^|[\s("'` + "`" + `\[])((?:\.{1,2}/|~/|/)?(?:[\w.\-]+/)+[\w.\-]+|[\w\-]{2,}(?:\.[\w\-]+)*\.[A-Za-z][A-Za-z0-9]{0,7})`)
+	pathPattern = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[\s("'` + "`" + `\[])((?:\.{1,2}/|~/|/)?(?:[\w.\-]+/)+[\w.\-]+|[\w\-]{2,}(?:\.[\w\-]+)*\.[A-Za-z][A-Za-z0-9]{0,7})`)
+	})
 )
 
 // trailing is punctuation that ends a sentence rather than a reference.
@@ -39,7 +44,7 @@ func Find(input string, resolvers map[string]string, patterns map[string]*regexp
 	var refs []Ref
 	masked := []byte(input)
 	if _, ok := resolvers["url"]; ok {
-		for _, m := range urlPattern.FindAllStringIndex(input, -1) {
+		for _, m := range urlPattern().FindAllStringIndex(input, -1) {
 			v := strings.TrimRight(input[m[0]:m[1]], trailing)
 			refs = append(refs, Ref{Kind: "url", Value: v, pos: m[0]})
 			for i := m[0]; i < m[1]; i++ {
@@ -47,14 +52,14 @@ func Find(input string, resolvers map[string]string, patterns map[string]*regexp
 			}
 		}
 	} else {
-		for _, m := range urlPattern.FindAllStringIndex(input, -1) {
+		for _, m := range urlPattern().FindAllStringIndex(input, -1) {
 			for i := m[0]; i < m[1]; i++ {
 				masked[i] = ' '
 			}
 		}
 	}
 	if _, ok := resolvers["file"]; ok {
-		for _, m := range pathPattern.FindAllSubmatchIndex(masked, -1) {
+		for _, m := range pathPattern().FindAllSubmatchIndex(masked, -1) {
 			v := strings.TrimRight(string(masked[m[2]:m[3]]), trailing)
 			if v == "" || strings.Trim(v, "./~") == "" {
 				continue

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/symbi-dev/symbi/engine/internal/answer"
 	"github.com/symbi-dev/symbi/plan"
@@ -89,7 +90,7 @@ func ParseScore(text string, rubric []plan.Criterion) (Evaluation, error) {
 			return ev, nil
 		}
 	}
-	m := bareScore.FindStringSubmatch(text)
+	m := bareScore().FindStringSubmatch(text)
 	if m == nil {
 		return Evaluation{}, &ScoreError{Answer: text, Detail: `want {"score": 0..1} or a number`}
 	}
@@ -107,11 +108,14 @@ func ParseScore(text string, rubric []plan.Criterion) (Evaluation, error) {
 	if !inUnit(v) {
 		return Evaluation{}, &ScoreError{Answer: text, Detail: fmt.Sprintf("score %v is outside 0..1", v)}
 	}
-	return Evaluation{Score: v, Feedback: strings.TrimSpace(bareScore.ReplaceAllString(text, ""))}, nil
+	return Evaluation{Score: v, Feedback: strings.TrimSpace(bareScore().ReplaceAllString(text, ""))}, nil
 }
 
-// bareScore finds the first number, with an optional scale.
-var bareScore = regexp.MustCompile(`(\d+(?:\.\d+)?|\.\d+)\s*(%|/\s*10\b|/\s*100\b)?`)
+// bareScore finds the first number, with an optional scale. It compiles on
+// first use: every symbi command links this package, and few runs reflect.
+var bareScore = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(\d+(?:\.\d+)?|\.\d+)\s*(%|/\s*10\b|/\s*100\b)?`)
+})
 
 // weightedScore combines per-criterion scores by weight; all-zero weights
 // count every criterion alike.
