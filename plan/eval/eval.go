@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -84,6 +85,9 @@ func (x *Evaluator) String(s plan.String) (string, error) {
 	if s.Deferred == nil {
 		return s.Value, nil
 	}
+	if v, ok := x.exactString(*s.Deferred); ok {
+		return v, nil
+	}
 	v, diags := x.Deferred(*s.Deferred, nil)
 	if diags.HasErrors() {
 		return "", fmt.Errorf("%s: %w", s.Deferred.Range, diags)
@@ -126,4 +130,72 @@ func parse(e plan.Expr) (hclsyntax.Expression, hcl.Diagnostics) {
 	}
 	start := hcl.Pos{Line: max(e.Range.Line, 1), Column: max(e.Range.Column, 1)}
 	return hclsyntax.ParseExpression([]byte(e.Source), name, start)
+}
+
+// exactEnv is the value of an env("NAME") call (with or without a default)
+// whose name is a literal, read as the environment holds it: through cty it
+// would come back in Unicode normal form C, and a value sent to a server (a
+// key in a URL or a header) must be the bytes the user set. ok is false for
+// any other expression, and for an unset variable (the function's own path
+// then gives its default or its error).
+func (x *Evaluator) exactEnv(e hclsyntax.Expression) (string, bool) {
+	call, ok := e.(*hclsyntax.FunctionCallExpr)
+	if !ok || call.Name != "env" || call.ExpandFinal || len(call.Args) < 1 || len(call.Args) > 2 || x.lookupEnv == nil {
+		return "", false
+	}
+	for _, a := range call.Args {
+		if !isStringLiteral(a) {
+			return "", false
+		}
+	}
+	name, diags := call.Args[0].Value(nil)
+	if diags.HasErrors() || name.IsNull() || !name.IsKnown() || name.Type() != cty.String {
+		return "", false
+	}
+	return x.lookupEnv(name.AsString())
+}
+
+// isStringLiteral reports whether e is a quoted string without
+// interpolations.
+func isStringLiteral(e hclsyntax.Expression) bool {
+	switch e := e.(type) {
+	case *hclsyntax.TemplateExpr:
+		return e.IsStringLiteral()
+	case *hclsyntax.LiteralValueExpr:
+		return e.Val.Type() == cty.String
+	}
+	return false
+}
+
+// exactString is a deferred string that is an env() call, or a template of
+// literal text and env() calls, with each variable's value exactly as the
+// environment holds it (exactEnv); ok is false for anything else.
+func (x *Evaluator) exactString(e plan.Expr) (string, bool) {
+	expr, diags := x.parse(e)
+	if diags.HasErrors() {
+		return "", false
+	}
+	if w, ok := expr.(*hclsyntax.TemplateWrapExpr); ok {
+		expr = w.Wrapped // "${env("KEY")}"
+	}
+	if v, ok := x.exactEnv(expr); ok {
+		return v, true
+	}
+	tmpl, ok := expr.(*hclsyntax.TemplateExpr)
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range tmpl.Parts {
+		if lit, ok := p.(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String && lit.Val.IsKnown() && !lit.Val.IsNull() {
+			b.WriteString(lit.Val.AsString())
+			continue
+		}
+		v, ok := x.exactEnv(p)
+		if !ok {
+			return "", false
+		}
+		b.WriteString(v)
+	}
+	return b.String(), true
 }

@@ -52,6 +52,10 @@ func (x *Evaluator) URL(s plan.String) (string, error) {
 			parts[i] = urlPart{text: lit.Val.AsString(), literal: true}
 			continue
 		}
+		if v, ok := x.exactEnv(p); ok {
+			parts[i] = urlPart{text: v}
+			continue
+		}
 		v, ds := p.Value(ctx)
 		if ds.HasErrors() {
 			return "", fmt.Errorf("%s: %w", s.Deferred.Range, ds)
