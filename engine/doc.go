@@ -74,6 +74,8 @@
 // theirs.
 //
 // This package must not import interp or lang, and must not be imported by
-// anything but repl and cmd/symbi (deps_test.go, at the module's root,
-// fails on either).
+// anything but repl, cmd/symbi, temporal, temporal/contract and
+// cmd/symbi-temporal (deps_test.go, at the module's root, fails on either).
+// A durable runtime drives it through Runtime (runtime.go): the engine
+// imports none.
 package engine

@@ -51,6 +51,10 @@ type Options struct {
 	Rand io.Reader
 	// Sleep waits in recovery backoff; default a context-aware timer.
 	Sleep func(context.Context, time.Duration) error
+	// Runtime, when set, carries out the run's effects in place of the
+	// engine's goroutines, timers and executors (see Runtime); nil is the
+	// local engine.
+	Runtime *Runtime
 
 	// slowReadRound replaces slowReadRound (tests: 0 is the default).
 	slowReadRound time.Duration

@@ -57,6 +57,13 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 		Now:       e.opts.Now,
 		Sleep:     e.opts.Sleep,
 	}
+	if rt := e.opts.Runtime; rt != nil {
+		opts.Go, opts.Jitter = rt.Go, e.jitter
+		opts.Execute = func(ctx context.Context, x builtins.Execution) (builtins.Result, error) {
+			x.Agent = a.Address
+			return rt.Execute(ctx, x)
+		}
+	}
 	opts.ResolveURL = e.resolveURL
 	opts.Reserved = e.planToolNames()
 	if addr := e.knowledgeOf(a, tools); addr != "" {
