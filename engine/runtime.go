@@ -84,6 +84,14 @@ func (e *Engine) CallModel(ctx context.Context, addr string, req provider.Reques
 	return resp, nil
 }
 
+// StreamShown is the part of a model's streamed text so far that may be
+// shown (a worker's heartbeat): the redacted text, less an end that could
+// be the start of a secret.
+func (e *Engine) StreamShown(text string) string {
+	show, _ := e.secrets.Stream(text)
+	return show
+}
+
 // ExecuteCall runs one tool call that a durable runtime's workflow gated,
 // with agent's toolbox (builtins.Toolbox.ExecuteCall): the tool activity on
 // a worker. The output passes through this engine's redactor.
