@@ -17,12 +17,15 @@ type approvalFlags struct {
 	where  stateDirFlags // the state directory, which holds approvals/
 	by     string
 	reason string
+	// temporal decides a request of a run on Temporal instead.
+	temporal temporalFlags
 }
 
 func (f *approvalFlags) add(cmd *cobra.Command) {
 	f.where.add(cmd, false)
 	cmd.Flags().StringVar(&f.by, "by", "", "who decides (default: $USER)")
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, for the journal (and, on deny, for the agent)")
+	f.temporal.add(cmd, false, false)
 }
 
 func (f *approvalFlags) person() string {
@@ -87,9 +90,19 @@ terminal prompt shows. A decision is signed with the state directory's key
 and bound to the request's run, action and arguments' digest: the waiting
 run ignores any decision without such a proof.
 The queue is in --state-dir, or in the state_dir of the configuration named
-by --config, or in ./.symbi.`,
+by --config, or in ./.symbi.
+
+With --temporal, the requests are those runs on Temporal wait on (their ids
+are RUN~aN), and a decision is an Update to the run's workflow, bound in the
+same way to the request's run, action and arguments' digest.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.temporal.on() {
+				if len(args) == 1 {
+					return decideTemporal(cmd, &f.temporal, &f, args[0], true)
+				}
+				return pendingTemporal(cmd, &f.temporal)
+			}
 			if len(args) == 1 {
 				return decideRequest(cmd, &f, args[0], true)
 			}

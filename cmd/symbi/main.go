@@ -62,6 +62,7 @@ one configuration. It defaults to the current directory.`,
 		newPolicyCmd(),
 		newApproveCmd(),
 		newDenyCmd(),
+		newWorkerCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -28,7 +28,8 @@ import (
 func newRunCmd() *cobra.Command {
 	var (
 		agent, bestOf, inputFile, stateDir string
-		jsonOut                            bool
+		jsonOut, detach                    bool
+		tf                                 temporalFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PATH] [INPUT]",
@@ -41,10 +42,29 @@ The answer streams to standard output; tool calls, policy decisions and
 observations go to standard error, with a summary at the end. --json prints
 one JSON event per line on standard output instead.
 
+With --temporal the run is a workflow on a Temporal service, executed by
+whichever "symbi worker" takes it (docs/temporal.md): the output, summary and
+exit codes are a local run's; Ctrl-C cancels the workflow; --detach prints
+the run's id and returns (follow it with symbi runs show --temporal ID).
+--temporal takes the service's address as its value (--temporal=HOST:PORT),
+or, bare, as the argument before PATH: symbi run --temporal HOST:PORT PATH
+INPUT.
+
 Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
 denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
-		Args: cobra.MaximumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if tf.address == temporalFromEnv && len(args) == 3 {
+				return nil // symbi run --temporal ADDRESS PATH INPUT
+			}
+			return cobra.MaximumNArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 3 {
+				tf.address, args = args[0], args[1:]
+			}
+			if detach && !tf.on() {
+				return exitWith(exitInvalid, "--detach needs --temporal: a local run lives in this process")
+			}
 			path := "."
 			if len(args) > 0 {
 				path = args[0]
@@ -83,7 +103,11 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 			if !haveInput {
 				return exitWith(exitInvalid, "no input: give it as the second argument, with --input-file, on standard input, or as the default of a variable \"input\"")
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path)})
+			req := runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path)}
+			if tf.on() {
+				return runTemporal(cmd, p, baseDir, req, &tf, detach)
+			}
+			return runPlan(cmd, p, baseDir, req)
 		},
 	}
 	addVarFlags(cmd)
@@ -92,6 +116,8 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 	cmd.Flags().StringVar(&inputFile, "input-file", "", "read the input from this file")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON event per line on standard output")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
+	tf.add(cmd, false, true)
+	cmd.Flags().BoolVar(&detach, "detach", false, "with --temporal: print the run's id and return")
 	return cmd
 }
 
