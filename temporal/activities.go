@@ -319,9 +319,9 @@ func providerError(err error) error {
 	if errors.As(err, &ae) {
 		var d modelErrorDetails
 		if ae.HasDetails() && ae.Details(&d) == nil && d.Kind != "" {
-			return &provider.Error{Kind: d.Kind, Detail: d.Detail, StatusCode: d.StatusCode, RetryAfter: d.RetryAfter, Err: errors.New(trimKind(ae.Error(), d))}
+			return &provider.Error{Kind: d.Kind, Detail: d.Detail, StatusCode: d.StatusCode, RetryAfter: d.RetryAfter, Err: errors.New(trimKind(ae.Message(), d))}
 		}
-		return errors.New(ae.Error())
+		return errors.New(ae.Message())
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {

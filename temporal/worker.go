@@ -27,7 +27,7 @@ type WorkerOptions struct {
 // environment, a replayer). The activities are returned for Close.
 func Register(r worker.Registry, c client.Client, opts WorkerOptions) *Activities {
 	wf := &Workflows{BaseDir: opts.BaseDir}
-	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: contract.Workflow})
+	r.RegisterWorkflowWithOptions(wf.Run, workflowOptions())
 	acts := &Activities{BaseDir: opts.BaseDir, Client: c, Models: opts.Models}
 	r.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: contract.ModelActivity})
 	r.RegisterActivityWithOptions(acts.Tool, activity.RegisterOptions{Name: contract.ToolActivity})
@@ -47,4 +47,8 @@ func NewWorker(c client.Client, opts WorkerOptions) (worker.Worker, *Activities)
 		MaxHeartbeatThrottleInterval:     time.Second,
 	})
 	return w, Register(w, c, opts)
+}
+
+func workflowOptions() workflow.RegisterOptions {
+	return workflow.RegisterOptions{Name: contract.Workflow}
 }

@@ -2,13 +2,15 @@ package temporal
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/symbi-dev/symbi/engine"
@@ -70,6 +72,7 @@ func local(t testing.TB, p *plan.Plan, base, agent, input string) (*engine.Resul
 func env(t testing.TB, base string) (*testsuite.TestWorkflowEnvironment, *Activities) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
+	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	te := s.NewTestWorkflowEnvironment()
 	acts := Register(te, nil, WorkerOptions{BaseDir: base})
 	t.Cleanup(func() { acts.Close() })
@@ -192,5 +195,3 @@ func TestQuickstartMatchesLocal(t *testing.T) {
 	}
 	same(t, want, wantEvs, got, gotEvs)
 }
-
-var _ = errors.New
