@@ -124,7 +124,7 @@ agent "a" {
   model    = model.m
   tools    = [tool.calculator]
   policies = [policy.rules]
-  `+budget+`
+  ` + budget + `
 }
 `,
 		"script.json": `{"turns": [

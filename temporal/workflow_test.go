@@ -2,9 +2,9 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
