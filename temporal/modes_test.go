@@ -385,3 +385,40 @@ func TestWorkerRefusesOtherFiles(t *testing.T) {
 		t.Fatalf("workflow error %v", err)
 	}
 }
+
+// An OPA policy that reads the clock (or any built-in OPA marks
+// nondeterministic) is refused before the run starts: a replay of the
+// gate could decide otherwise.
+func TestWorkflowRefusesImpurePolicy(t *testing.T) {
+	dir := files(t, map[string]string{
+		"agent.hcl": `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+policy "clock" {
+  opa {
+    modules = ["gate.rego"]
+    query   = "data.symbi.gate.decision"
+  }
+}
+agent "a" {
+  model    = model.m
+  policies = [policy.clock]
+}
+`,
+		"gate.rego": `package symbi.gate
+decision := {"outcome": "allow", "reason": "daytime"} if time.now_ns() > 0
+`,
+		"script.json": `{"turns": [{"content": "hello"}]}`,
+	})
+	p, base := compile(t, dir)
+	te, acts := env(t, base)
+	in := start(t, acts, p, "", "hi")
+	te.ExecuteWorkflow(contract.Workflow, in)
+	err := te.GetWorkflowError()
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != ErrUnsupported || !strings.Contains(ae.Message(), "policy.clock calls time.now_ns") {
+		t.Fatalf("workflow error %v", err)
+	}
+}

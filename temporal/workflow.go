@@ -1,8 +1,10 @@
 package temporal
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -69,6 +71,9 @@ func (wf *Workflows) Run(w workflow.Context, in contract.Start) (contract.Output
 	if err := contract.VerifyFiles(p, wf.BaseDir); err != nil {
 		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, err)
 	}
+	if err := replayable(p, wf.BaseDir); err != nil {
+		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
+	}
 	rt := newRuntime(w)
 	info := workflow.GetInfo(w)
 	e, err := engine.New(p, engine.Options{
@@ -109,6 +114,27 @@ func supported(p *plan.Plan) error {
 	}
 	if len(p.Knowledge) > 0 {
 		out = append(out, fmt.Errorf("knowledge stores (%s) do not run on Temporal yet: a workflow cannot read and write a local store", p.Knowledge[0].Address))
+	}
+	return errors.Join(out...)
+}
+
+// replayable refuses OPA policies that call a built-in whose result may
+// differ from one evaluation to the next (time.now_ns, http.send, …): the
+// gate decides in workflow code, and a replay must take the decisions the
+// run took. A policy that does not load is left to engine.New to report.
+func replayable(p *plan.Plan, baseDir string) error {
+	var out []error
+	for _, pol := range p.Policies {
+		if pol.OPA == nil {
+			continue
+		}
+		o, err := policy.NewOPA(context.Background(), pol.Address, *pol.OPA, baseDir)
+		if err != nil {
+			continue
+		}
+		if names := o.Impure(); len(names) > 0 {
+			out = append(out, fmt.Errorf("%s calls %s, whose result may differ from one evaluation to the next: on Temporal the gate decides in the workflow, whose replay must take the same decisions (docs/temporal.md); give the policy what it needs in its input or data instead", pol.Address, strings.Join(names, ", ")))
+		}
 	}
 	return errors.Join(out...)
 }
