@@ -40,6 +40,17 @@ func (c *compiler) buildSettings() {
 		s.StateDir = c.relDir(b, "state_dir", d.StateDir)
 		s.JournalSync = c.enum(b, "journal_sync", d.JournalSync, "background", "always")
 		s.Workspace = c.relDir(b, "workspace", d.Workspace)
+		for j, tb := range b.Nested("temporal") {
+			if j > 0 {
+				c.errorf(tb.DefRange.Ptr(), "Duplicate temporal block", "Only one temporal block is allowed in the symbi block.")
+				continue
+			}
+			s.Temporal = &plan.TemporalSettings{
+				Address:   c.str(tb, "address", ""),
+				Namespace: c.str(tb, "namespace", ""),
+				TaskQueue: c.str(tb, "task_queue", plan.DefaultTaskQueue),
+			}
+		}
 	}
 }
 

@@ -47,7 +47,8 @@ func commandSchema() *Schema { return &Schema{Attrs: []string{"argv", "dir", "en
 // TopLevel lists every top-level block type and its schema.
 func TopLevel() map[string]*Schema {
 	return map[string]*Schema{
-		"symbi":    {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace"}},
+		"symbi": {Attrs: []string{"required_version", "state_dir", "journal_sync", "workspace"},
+			Blocks: map[string]*Schema{"temporal": {Attrs: []string{"address", "namespace", "task_queue"}}}},
 		"variable": {Labels: named, Attrs: []string{"type", "default", "description", "sensitive"}},
 		"locals":   {Open: true},
 		"model": {Labels: named,

@@ -43,6 +43,17 @@ type Settings struct {
 	// builtins, relative to the configuration directory (default "."). Empty
 	// in plans made before it existed: the configuration directory.
 	Workspace string `json:"workspace,omitempty"`
+	// Temporal is the settings' temporal block: with it, `symbi run` starts
+	// runs on Temporal (docs/temporal.md). Nil without the block.
+	Temporal *TemporalSettings `json:"temporal,omitempty"`
+}
+
+// TemporalSettings say where runs on Temporal go. Flags win over the
+// environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE), which wins over these.
+type TemporalSettings struct {
+	Address   string `json:"address,omitempty"`   // host:port; none: the environment's, else localhost:7233
+	Namespace string `json:"namespace,omitempty"` // none: the environment's, else default
+	TaskQueue string `json:"task_queue"`          // default DefaultTaskQueue
 }
 
 // Variable is a declared input variable with its resolved value.

@@ -28,7 +28,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var (
 		agent, bestOf, inputFile, stateDir string
-		jsonOut, detach                    bool
+		jsonOut, detach, local             bool
 		tf                                 temporalFlags
 	)
 	cmd := &cobra.Command{
@@ -62,8 +62,8 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 			if len(args) == 3 {
 				tf.address, args = args[0], args[1:]
 			}
-			if detach && !tf.on() {
-				return exitWith(exitInvalid, "--detach needs --temporal: a local run lives in this process")
+			if local && tf.on() {
+				return exitWith(exitInvalid, "--local and --temporal contradict each other")
 			}
 			path := "."
 			if len(args) > 0 {
@@ -104,6 +104,12 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 				return exitWith(exitInvalid, "no input: give it as the second argument, with --input-file, on standard input, or as the default of a variable \"input\"")
 			}
 			req := runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: runSources(cmd, path)}
+			if !local {
+				tf.fromSettings(p.Settings.Temporal, os.Getenv)
+			}
+			if detach && !tf.on() {
+				return exitWith(exitInvalid, "--detach needs --temporal (or a temporal block in the symbi settings): a local run lives in this process")
+			}
 			if tf.on() {
 				return runTemporal(cmd, p, baseDir, req, &tf, detach)
 			}
@@ -118,6 +124,7 @@ denial, a budget or a limit, 4 runtime failure, 130 cancelled.`,
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where journals are written (default: the configuration's state_dir)")
 	tf.add(cmd, false, true)
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --temporal: print the run's id and return")
+	cmd.Flags().BoolVar(&local, "local", false, "run in this process even when the settings have a temporal block")
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/journal/render"
 	"github.com/symbi-dev/symbi/plan"
@@ -53,6 +54,27 @@ func (f *temporalFlags) add(cmd *cobra.Command, persistent, queue bool) {
 
 func (f *temporalFlags) on() bool { return f.address != "" }
 
+// fromSettings fills in what the flags left out from the settings'
+// temporal block (nil: nothing): the block turns Temporal on, and its
+// address and namespace count only where the environment the Temporal
+// CLI reads has none (flags, then the environment, then the block).
+func (f *temporalFlags) fromSettings(s *plan.TemporalSettings, getenv func(string) string) {
+	if s == nil {
+		return
+	}
+	if (f.address == "" || f.address == temporalFromEnv) && s.Address != "" && getenv("TEMPORAL_ADDRESS") == "" {
+		f.address = s.Address
+	} else if f.address == "" {
+		f.address = temporalFromEnv
+	}
+	if f.namespace == "" && s.Namespace != "" && getenv("TEMPORAL_NAMESPACE") == "" {
+		f.namespace = s.Namespace
+	}
+	if f.queue == "" {
+		f.queue = s.TaskQueue
+	}
+}
+
 // args are the connection flags for symbi-temporal.
 func (f *temporalFlags) args() []string {
 	var out []string
@@ -88,6 +110,31 @@ func findTemporal() (string, error) {
 	return "", exitWith(exitInvalid, "%s is neither beside symbi (in %s) nor on PATH: it is symbi's Temporal worker and client, a binary of its own; build both with `go build -o bin/ ./cmd/...` and run bin/symbi, or `go build -o %s ./cmd/%s`", contract.Binary, dir, dir, contract.Binary)
 }
 
+// workerSettings reads the temporal block of the worker's configuration
+// into f. A directory that is not one configuration (examples/ holds
+// many) has no settings to read: the worker goes on with the flags and the
+// environment, and says so.
+func workerSettings(cmd *cobra.Command, args []string, f *temporalFlags) error {
+	path := "."
+	if len(args) > 0 {
+		path = args[0]
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return exitWith(exitInvalid, "%v", err)
+	}
+	cfg, diags := interp.Compile(path, interp.Options{LookupEnv: os.LookupEnv, Validate: true})
+	switch {
+	case (cfg == nil || diags.HasErrors()) && st.IsDir():
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is not one configuration, so no symbi settings (temporal block) are read from it; the worker takes the runs of any configuration in it\n", path)
+	case cfg == nil || diags.HasErrors():
+		return exitWith(exitInvalid, "%s", diags.Error())
+	default:
+		f.fromSettings(cfg.Plan.Settings.Temporal, os.Getenv)
+	}
+	return nil
+}
+
 // newWorkerCmd is `symbi worker`: symbi-temporal's worker in this process.
 func newWorkerCmd() *cobra.Command {
 	var f temporalFlags
@@ -116,6 +163,9 @@ Example:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bin, err := findTemporal()
 			if err != nil {
+				return err
+			}
+			if err := workerSettings(cmd, args, &f); err != nil {
 				return err
 			}
 			argv := append([]string{bin}, f.args()...)

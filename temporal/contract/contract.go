@@ -44,7 +44,7 @@ const (
 	DecideUpdate = "symbi.decide"
 	// DefaultTaskQueue is the task queue of `symbi worker` and
 	// `symbi run --temporal` when none is given.
-	DefaultTaskQueue = "symbi"
+	DefaultTaskQueue = plan.DefaultTaskQueue
 	// Binary is the program symbi runs for everything Temporal.
 	Binary = "symbi-temporal"
 )
