@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,8 @@ func TestTemporalReadmeCommands(t *testing.T) {
 	words := func(s string) []string { return strings.Fields(s)[1:] } // without bin/symbi: the test's binary
 	// The worker stops when the test ends (start's cleanup).
 	start(t, call{dir: root, env: env, timeout: 10 * time.Minute}, words(readmeWorker)...)
-	local := symbi(t, call{dir: root}, "run", "--state-dir", t.TempDir(), "examples/quickstart.hcl")
+	state := t.TempDir()
+	local := symbi(t, call{dir: root}, "run", "--state-dir", state, "examples/quickstart.hcl")
 	if local.code != 0 {
 		t.Fatalf("local run: %s", local)
 	}
@@ -47,4 +49,30 @@ func TestTemporalReadmeCommands(t *testing.T) {
 			t.Errorf("the run on Temporal does not show %q\n%s", line, onTemporal)
 		}
 	}
+	// runs show renders the same timeline for both, but for the times and
+	// the run id.
+	m := runIDRE.FindStringSubmatch(onTemporal.stderr)
+	if m == nil {
+		t.Fatalf("no run id in the summary:\n%s", onTemporal)
+	}
+	shownLocal := symbi(t, call{dir: root}, "runs", "show", "--state-dir", state, "latest")
+	shownTemporal := symbi(t, call{dir: root, env: env}, "runs", "show", "--temporal", m[1])
+	if shownLocal.code != 0 || shownTemporal.code != 0 {
+		t.Fatalf("runs show:\n%s\n%s", shownLocal, shownTemporal)
+	}
+	if a, b := timelineText(shownLocal.stdout), timelineText(shownTemporal.stdout); a != b {
+		t.Errorf("runs show differs:\n--- local\n%s\n--- on Temporal\n%s", a, b)
+	}
+}
+
+var (
+	runIDRE    = regexp.MustCompile(`· run (\S+)`)
+	offsetRE   = regexp.MustCompile(`(?m)^  \+\S+ +`)
+	headlineRE = regexp.MustCompile(`(?m)^run \S+`)
+)
+
+// timelineText is runs show's text without the events' time offsets and
+// the run's id.
+func timelineText(s string) string {
+	return headlineRE.ReplaceAllString(offsetRE.ReplaceAllString(s, "  "), "run ID")
 }
