@@ -100,7 +100,14 @@ var allowed = map[string][]string{
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"decisionlog", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry"},
+	"cmd/symbi": {"decisionlog", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry", "temporal/contract"},
+
+	// The Temporal runtime: the workflow runs the engine, never the
+	// compiler; what symbi shares with it (contract) has no SDK. Its own
+	// binary links the SDK, so symbi's start-up does not pay for it.
+	"temporal/contract":  {"budget", "engine", "journal", "plan", "policy", "seal"},
+	"temporal":           {"builtins", "engine", "journal", "plan", "policy", "provider", "seal", "temporal/contract"},
+	"cmd/symbi-temporal": {"engine", "journal", "policy", "temporal", "temporal/contract"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
@@ -142,11 +149,15 @@ var thirdParty = []struct {
 	{"go.opentelemetry.io/otel/exporters", []string{"telemetry"},
 		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
 	{"google.golang.org/grpc", nil,
-		append([]string{"cmd/symbi", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+		append([]string{"cmd/symbi", "repl", "temporal/contract", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "interp", "lang", "plan"}, enginePure...)},
 	{"github.com/prometheus/client_golang", nil,
 		append([]string{"cmd/symbi", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+	// The Temporal SDK (and the grpc it brings) only in the Temporal
+	// runtime and its binary: symbi itself never links it.
+	{"go.temporal.io/sdk", []string{"temporal", "cmd/symbi-temporal"},
+		append([]string{"cmd/symbi", "repl", "temporal/contract", "lang", "interp", "plan", "plan/eval", "stdlib", "policy", "budget", "journal", "journal/render", "builtins", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/anthropic", "provider/scripted", "provider/fakeserver", "engine"}, enginePure...)},
 	// Terminal IO and flags belong to the command line alone.
-	{"github.com/spf13/cobra", []string{"cmd/symbi"}, nil},
+	{"github.com/spf13/cobra", []string{"cmd/symbi", "cmd/symbi-temporal"}, nil},
 	{"github.com/ergochat/readline", []string{"cmd/symbi"}, nil},
 	{"golang.org/x/term", []string{"cmd/symbi"}, nil},
 }

@@ -109,6 +109,16 @@ type Options struct {
 	// ExecutableCache is the file that remembers executables' digests
 	// between runs (lockfile.Hasher); "" digests every executable afresh.
 	ExecutableCache string
+	// Execute, when set, carries out every call in place of the tool's
+	// executor: a durable runtime (package temporal) sends the Execution to
+	// a worker, whose toolbox runs it with ExecuteCall. Validation, breakers,
+	// recovery and cached results stay here. Every call then carries an
+	// idempotency key when the caller set a scope (WithCallScope).
+	Execute func(ctx context.Context, x Execution) (Result, error)
+	// Go, when set, runs Dispatch's calls at once, at most limit at a time,
+	// and returns when every function has returned, in place of the
+	// toolbox's own goroutines (a workflow's coroutines).
+	Go func(ctx context.Context, limit int, fns []func(context.Context))
 }
 
 // Info describes one tool as the model and the policies see it.
@@ -652,7 +662,7 @@ func (tb *Toolbox) callApproved(ctx context.Context, call policy.Approved, timeo
 	if err != nil {
 		return Result{}, err
 	}
-	if e, ok := tb.entryOf(name); ok && e.keyed {
+	if e, ok := tb.entryOf(name); ok && (e.keyed || tb.opts.Execute != nil) {
 		ctx = withIdempotencyKey(ctx, a.CallID)
 	}
 	if tb.opts.Observe != nil {
@@ -723,6 +733,25 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 		t = timeout
 	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if tb.opts.Execute != nil {
+		// The worker runs it under the timeout; the clock here is the
+		// runtime's, which replays.
+		start := tb.opts.Now()
+		r, err := tb.execute(ctx, name, args, t)
+		r.Elapsed = tb.opts.Now().Sub(start)
+		if err != nil {
+			f, o := classify(ctx, ctx, name, t, err)
+			if e.breaker != nil {
+				e.breaker.done(probe, o)
+			}
+			return r, f
+		}
+		if e.breaker != nil {
+			e.breaker.done(probe, succeeded)
+		}
+		tb.cache.put(name, args, r, tb.opts.Now())
+		return r, nil
+	}
 	if t > 0 {
 		cctx, cancel = context.WithTimeout(ctx, t)
 	}
@@ -798,6 +827,22 @@ func (tb *Toolbox) Dispatch(ctx context.Context, calls []policy.Approved, maxCon
 	}
 	if maxConcurrent <= 0 || maxConcurrent > len(calls) {
 		maxConcurrent = len(calls)
+	}
+	if tb.opts.Go != nil {
+		fns := make([]func(context.Context), len(calls))
+		for i, c := range calls {
+			out[i].Call = c
+			fns[i] = func(ctx context.Context) {
+				if err := ctx.Err(); err != nil {
+					name, _, _ := toolCallOf(c.Action())
+					out[i].Err = fail(Error, name, fmt.Errorf("cancelled before it started: %w", err))
+					return
+				}
+				out[i].Result, out[i].Err = tb.callApproved(ctx, c, timeout)
+			}
+		}
+		tb.opts.Go(ctx, maxConcurrent, fns)
+		return out
 	}
 	sem := make(chan struct{}, max(maxConcurrent, 1))
 	var wg sync.WaitGroup

@@ -149,7 +149,7 @@ func (r *run) dispatch(ctx context.Context, calls []policy.Approved) ([]observat
 	// Each call carries its idempotency key (run, iteration, call id) to
 	// the tool, through its retries and fallbacks and a resume alike.
 	for _, c := range calls {
-		if r.tools.box.TakesIdempotencyKey(c.Action().Tool) {
+		if r.e.opts.Runtime != nil || r.tools.box.TakesIdempotencyKey(c.Action().Tool) {
 			ctx = builtins.WithCallScope(ctx, r.id, r.iter)
 			break
 		}

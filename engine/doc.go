@@ -84,6 +84,8 @@
 // decision also goes to Options.DecisionLog, redacted.
 //
 // This package must not import interp or lang, and must not be imported by
-// anything but repl, symbitest and cmd/symbi (deps_test.go, at the module's
-// root, fails on either).
+// anything but repl, symbitest, cmd/symbi, temporal, temporal/contract and
+// cmd/symbi-temporal (deps_test.go, at the module's root, fails on either).
+// A durable runtime drives it through Runtime (runtime.go): the engine
+// imports none.
 package engine

@@ -83,6 +83,10 @@ type Options struct {
 	DecisionLog *decisionlog.Writer
 	// Version is symbi's version, for the decision log's labels.
 	Version string
+	// Runtime, when set, carries out the run's effects in place of the
+	// engine's goroutines, timers and executors (see Runtime); nil is the
+	// local engine.
+	Runtime *Runtime
 
 	// slowReadRound replaces slowReadRound (tests: 0 is the default).
 	slowReadRound time.Duration

@@ -103,3 +103,15 @@ type observationsData struct {
 	journal.ObservationsCollectedData
 	Messages []provider.Message `json:"messages"`
 }
+
+// ShownOnly reports whether events of type typ are shown (the live output,
+// --json) and never journalled: the deltas of the answer, the reasoning and
+// a tool call, and a model call's first event. A timeline made of a run's
+// events (a durable runtime's) leaves them out, as the journal does.
+func ShownOnly(typ string) bool {
+	switch typ {
+	case ContentDelta, ReasoningDelta, ModelFirstEvent, ToolCallDelta:
+		return true
+	}
+	return false
+}

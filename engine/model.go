@@ -111,6 +111,11 @@ func (r *run) reason(ctx context.Context, c modelCall) (provider.Response, error
 	// stop is stopped by its budget, not at the timeout: the call's context
 	// ends with the budget error.
 	sctx, stop := context.WithCancelCause(cctx)
+	if r.e.opts.Runtime != nil && (quiet || r.ro.Quiet) {
+		// A runtime that shows the stream itself (from its worker) must not
+		// show this call's: an answer the gate decides, an evaluation.
+		sctx = provider.WithQuiet(sctx)
+	}
 	defer stop(nil)
 	var out stdlib.TokenCounter
 	var firstEvent time.Duration

@@ -65,6 +65,8 @@ func (r *run) planExecute(ctx context.Context) error {
 			StepTimeout:          cfg.StepTimeout.Std(),
 			ContinueAfterFailure: cfg.ContinueAfterStepFailure,
 			Now:                  r.e.opts.Now,
+			Inline:               r.e.opts.Runtime != nil,
+			WithTimeout:          r.e.withTimeout,
 			Before: func(s planexec.Step) error {
 				if err := r.acct.PlanStep(); err != nil {
 					return err

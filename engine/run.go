@@ -165,7 +165,12 @@ func (e *Engine) newRun(ctx context.Context, agent, input string, ro RunOptions)
 	r.mode, r.profile = selectMode(a, input, ro.Mode)
 	r.acct = ro.Budget
 	if r.acct == nil {
-		r.acct = budget.New(e.plan.Budget(a.Budget))
+		if e.opts.Runtime != nil {
+			// The budget's timeout is measured on the runtime's clock.
+			r.acct = budget.New(e.plan.Budget(a.Budget), budget.WithClock(e.opts.Now))
+		} else {
+			r.acct = budget.New(e.plan.Budget(a.Budget))
+		}
 	}
 	r.usageAtStart = usageOf(r.acct)
 	if r.tools, err = e.agentTools(ctx, a); err != nil {
@@ -334,7 +339,7 @@ func (r *run) recordStarted(resumeAfter int64) {
 // terminated event.
 func (r *run) execute(parent context.Context) *Result {
 	parent = r.traced(parent)
-	ctx, cancel := r.acct.Context(parent)
+	ctx, cancel := r.deadline(parent)
 	defer cancel()
 	var err error
 	if r.iter == 0 {
@@ -353,6 +358,17 @@ func (r *run) execute(parent context.Context) *Result {
 		err = r.persistKnowledge(ctx)
 	}
 	return r.finish(ctx, parent, err)
+}
+
+// deadline is the budget's timeout on parent (Accountant.Context), on
+// the runtime's clock when there is a runtime.
+func (r *run) deadline(parent context.Context) (context.Context, context.CancelFunc) {
+	if r.e.opts.Runtime == nil || r.acct.Budget().Timeout <= 0 {
+		return r.acct.Context(parent)
+	}
+	d := r.acct.Budget().Timeout.Std()
+	left := r.acct.Remaining().Time
+	return r.e.withTimeout(parent, left, &budget.Exceeded{Limit: budget.Timeout, Max: d.Seconds(), Used: d.Seconds()})
 }
 
 // runMode is the per-mode dispatch.

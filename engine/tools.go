@@ -65,6 +65,13 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	opts.Lock = e.plan.Lock
 	opts.OnDrift = e.plan.Settings.OnDrift
 	opts.ExecutableCache = filepath.Join(e.opts.StateDir, "executables.json")
+	if rt := e.opts.Runtime; rt != nil {
+		opts.Go, opts.Jitter = rt.Go, e.jitter
+		opts.Execute = func(ctx context.Context, x builtins.Execution) (builtins.Result, error) {
+			x.Agent = a.Address
+			return rt.Execute(ctx, x)
+		}
+	}
 	if addr := e.knowledgeOf(a, tools); addr != "" && !e.opts.Discovery {
 		store, err := e.knowledgeStore(addr)
 		if err != nil {

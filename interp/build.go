@@ -51,6 +51,17 @@ func (c *compiler) buildSettings() {
 			}
 		}
 		s.OnDrift = c.enum(b, "on_drift", "", onDrift...)
+		for j, tb := range b.Nested("temporal") {
+			if j > 0 {
+				c.errorf(tb.DefRange.Ptr(), "Duplicate temporal block", "Only one temporal block is allowed in the symbi block.")
+				continue
+			}
+			s.Temporal = &plan.TemporalSettings{
+				Address:   c.str(tb, "address", ""),
+				Namespace: c.str(tb, "namespace", ""),
+				TaskQueue: c.str(tb, "task_queue", plan.DefaultTaskQueue),
+			}
+		}
 	}
 }
 

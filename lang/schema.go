@@ -56,6 +56,7 @@ func TopLevel() map[string]*Schema {
 				"telemetry": {Attrs: []string{"endpoint", "protocol", "headers", "service_name", "traces_exporter", "metrics_exporter",
 					"sampler", "sampler_arg", "capture_content", "on_failure"}},
 				"decision_log": {Attrs: []string{"path"}},
+				"temporal":     {Attrs: []string{"address", "namespace", "task_queue"}},
 			}},
 		"variable": {Labels: named, Attrs: []string{"type", "default", "description", "sensitive"}},
 		"locals":   {Open: true},

@@ -24,6 +24,10 @@ const (
 	DefaultStateDir    = ".symbi"
 	DefaultJournalSync = "background"
 	DefaultWorkspace   = "." // the configuration directory
+	// DefaultTaskQueue is the task queue of runs on Temporal (`symbi
+	// worker`, `symbi run --temporal`) when neither a flag nor the
+	// settings' temporal block names one.
+	DefaultTaskQueue = "symbi"
 )
 
 // DefaultSettings is a configuration without a `symbi` block.

@@ -57,6 +57,9 @@ type Settings struct {
 	// (refuse, hide_tool or warn), for the mcp_server blocks that do not
 	// say and for command tools; empty: DefaultOnDrift.
 	OnDrift string `json:"on_drift,omitempty"`
+	// Temporal is the settings' temporal block: with it, `symbi run` starts
+	// runs on Temporal (docs/temporal.md). Nil without the block.
+	Temporal *TemporalSettings `json:"temporal,omitempty"`
 }
 
 // Telemetry is the `telemetry` block of the `symbi` block: the settings an
@@ -88,6 +91,14 @@ type DecisionLog struct {
 	// Path is the file decisions are appended to, relative to the
 	// configuration directory.
 	Path string `json:"path"`
+}
+
+// TemporalSettings say where runs on Temporal go. Flags win over the
+// environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE), which wins over these.
+type TemporalSettings struct {
+	Address   string `json:"address,omitempty"`   // host:port; none: the environment's, else localhost:7233
+	Namespace string `json:"namespace,omitempty"` // none: the environment's, else default
+	TaskQueue string `json:"task_queue"`          // default DefaultTaskQueue
 }
 
 // Variable is a declared input variable with its resolved value.

@@ -191,5 +191,31 @@ func Decode(b []byte) (*Plan, error) {
 	if p.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("plan format_version %d is not supported (this symbi reads %d)", p.FormatVersion, FormatVersion)
 	}
+	// Encode indents the JSON values the plan holds as they are (a tool's
+	// schema, a variable's value, a policy test's action); the compiler
+	// made them compact, and a decoded plan must hold the same bytes, or a
+	// run of it estimates a tool's schema at another size than a run of
+	// the compiled plan.
+	for i := range p.Tools {
+		p.Tools[i].Parameters = compact(p.Tools[i].Parameters)
+	}
+	for i := range p.Variables {
+		p.Variables[i].Value = compact(p.Variables[i].Value)
+	}
+	for i := range p.PolicyTests {
+		p.PolicyTests[i].Action = compact(p.PolicyTests[i].Action)
+	}
 	return &p, nil
+}
+
+// compact is raw without the indentation Encode gave it.
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
 }

@@ -142,6 +142,22 @@ type Model interface {
 	Stream(ctx context.Context, req Request, onEvent func(Event)) (Response, error)
 }
 
+// WithQuiet marks a call whose streamed text nobody is to be shown (an
+// answer a policy must allow first, an evaluation): a Model that shows the
+// stream somewhere itself (a durable runtime's worker) keeps it back. The
+// engine sets it; Quiet reads it.
+func WithQuiet(ctx context.Context) context.Context {
+	return context.WithValue(ctx, quietKey{}, true)
+}
+
+// Quiet reports whether ctx carries WithQuiet.
+func Quiet(ctx context.Context) bool {
+	q, _ := ctx.Value(quietKey{}).(bool)
+	return q
+}
+
+type quietKey struct{}
+
 // ErrorKind classifies a provider failure.
 type ErrorKind string
 

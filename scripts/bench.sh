@@ -4,6 +4,8 @@
 # from a loaded machine are still comparable.
 #   scripts/bench.sh            # everything
 #   scripts/bench.sh ./policy/  # one package
+# The Temporal benchmarks (./temporal) need a service and skip without one:
+#   SYMBI_TEMPORAL_ADDRESS=127.0.0.1:7233 scripts/bench.sh ./temporal/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=("${@:-./...}")

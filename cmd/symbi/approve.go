@@ -22,12 +22,15 @@ type approvalFlags struct {
 	remember  bool
 	widen     []string
 	forTime   time.Duration
+	// temporal decides a request of a run on Temporal instead.
+	temporal temporalFlags
 }
 
 func (f *approvalFlags) add(cmd *cobra.Command) {
 	f.where.add(cmd, false)
 	cmd.Flags().StringVar(&f.by, "by", "", "who decides (default: $USER)")
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, for the journal (and, on deny, for the agent)")
+	f.temporal.add(cmd, false, false)
 }
 
 func (f *approvalFlags) person() string {
@@ -161,13 +164,23 @@ another tool, an argument more or fewer, or a value the globs do not match,
 and it never overrides a deny. Both are signed with the decision.
 
 The queue is in --state-dir, or in the state_dir of the configuration named
-by --config, or in ./.symbi.`,
+by --config, or in ./.symbi.
+
+With --temporal, the requests are those runs on Temporal wait on (their ids
+are RUN~aN), and a decision is an Update to the run's workflow, bound in the
+same way to the request's run, action and arguments' digest.`,
 		Example: `  symbi approve                                   # list pending requests
   symbi approve 3f9c1a2b7d4e --reason "checked the path"
   symbi approve 3f9c1a2b7d4e --arguments '{"path":"notes/today.md"}'
   symbi approve 3f9c1a2b7d4e --remember --widen 'path=notes/*' --for 1h`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.temporal.on() {
+				if len(args) == 1 {
+					return decideTemporal(cmd, &f.temporal, &f, args[0], true)
+				}
+				return pendingTemporal(cmd, &f.temporal)
+			}
 			if len(args) == 1 {
 				return decideRequest(cmd, &f, args[0], true)
 			}

@@ -11,6 +11,9 @@ func newDenyCmd() *cobra.Command {
 approve). The agent sees the denial, with --reason, as an observation.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.temporal.on() {
+				return decideTemporal(cmd, &f.temporal, &f, args[0], false)
+			}
 			return decideRequest(cmd, &f, args[0], false)
 		},
 	}

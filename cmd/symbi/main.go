@@ -65,6 +65,7 @@ one configuration. It defaults to the current directory.`,
 		newLockCmd(),
 		newApproveCmd(),
 		newDenyCmd(),
+		newWorkerCmd(),
 		newVersionCmd(),
 	)
 	return root

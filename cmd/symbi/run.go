@@ -29,10 +29,11 @@ import (
 func newRunCmd() *cobra.Command {
 	var (
 		agent, bestOf, inputFile, stateDir string
-		jsonOut                            bool
+		jsonOut, detach, local             bool
 		tape                               tapeFlags
 		obs                                observeFlags
 		approval                           approverFlags
+		tf                                 temporalFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PATH] [INPUT]",
@@ -68,11 +69,30 @@ unless --approver queue. A person who does not answer within
 --approval-timeout refuses it (approval_timeout), as does a no
 (denied_by_approver). Nothing waits without end.
 
+With --temporal the run is a workflow on a Temporal service, executed by
+whichever "symbi worker" takes it (docs/temporal.md): the output, summary and
+exit codes are a local run's; Ctrl-C cancels the workflow; --detach prints
+the run's id and returns (follow it with symbi runs show --temporal ID).
+--temporal takes the service's address as its value (--temporal=HOST:PORT),
+or, bare, as the argument before PATH: symbi run --temporal HOST:PORT PATH
+INPUT.
+
 Exit codes: 0 done, 2 invalid configuration or usage, 3 stopped by a policy
 denial, a budget or a limit, 4 runtime failure (a request that differs from
 the cassette among them), 130 cancelled.`,
-		Args: cobra.MaximumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if tf.address == temporalFromEnv && len(args) == 3 {
+				return nil // symbi run --temporal ADDRESS PATH INPUT
+			}
+			return cobra.MaximumNArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 3 {
+				tf.address, args = args[0], args[1:]
+			}
+			if local && tf.on() {
+				return exitWith(exitInvalid, "--local and --temporal contradict each other")
+			}
 			if agent != "" && bestOf != "" {
 				// A best_of_n block names the agent its candidates run;
 				// running it for another agent, or ignoring either flag,
@@ -124,7 +144,20 @@ the cassette among them), 130 cancelled.`,
 			if f := tape.file(); f != "" {
 				protected = append(protected, f)
 			}
-			return runPlan(cmd, p, baseDir, runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: protected, tape: tape, observe: obs, approval: &approval})
+			req := runRequest{agent: agent, bestOf: bestOf, input: input, json: jsonOut, stateDir: stateDir, protected: protected, tape: tape, observe: obs, approval: &approval}
+			if !local {
+				tf.fromSettings(p.Settings.Temporal, os.Getenv)
+			}
+			if detach && !tf.on() {
+				return exitWith(exitInvalid, "--detach needs --temporal (or a temporal block in the symbi settings): a local run lives in this process")
+			}
+			if tf.on() {
+				if tape.file() != "" {
+					return exitWith(exitInvalid, "--record and --replay work on a run in this process; a run on Temporal calls its models from the workers (use --local)")
+				}
+				return runTemporal(cmd, p, baseDir, req, &tf, detach)
+			}
+			return runPlan(cmd, p, baseDir, req)
 		},
 	}
 	addVarFlags(cmd)
@@ -139,6 +172,9 @@ the cassette among them), 130 cancelled.`,
 	cmd.Flags().BoolVar(&tape.chunks, "record-chunks", false, "keep the streamed chunks of what is recorded, with their timing")
 	obs.add(cmd, false)
 	approval.add(cmd)
+	tf.add(cmd, false, true)
+	cmd.Flags().BoolVar(&detach, "detach", false, "with --temporal: print the run's id and return")
+	cmd.Flags().BoolVar(&local, "local", false, "run in this process even when the settings have a temporal block")
 	return cmd
 }
 

@@ -21,6 +21,7 @@ import (
 func newRunsCmd() *cobra.Command {
 	var where stateDirFlags
 	var jsonOut bool
+	var tf temporalFlags
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List past runs from their journals",
@@ -33,9 +34,13 @@ iterations and start time. A journal written before symbi signed its
 journals is marked unsigned.
 
 The state directory is --state-dir, or the state_dir of the configuration
-named by --config, or ./.symbi.`,
+named by --config, or ./.symbi. With --temporal the runs are those on the
+Temporal service (docs/temporal.md): "running" while their workflow is open.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tf.on() {
+				return listTemporalRuns(cmd, &tf, jsonOut)
+			}
 			stateDir, err := where.resolve(cmd)
 			if err != nil {
 				return err
@@ -44,48 +49,26 @@ named by --config, or ./.symbi.`,
 			if err != nil {
 				return exitWith(exitFailure, "%v", err)
 			}
-			out := cmd.OutOrStdout()
-			if jsonOut {
-				for _, r := range runs {
-					jsonLine(out, r)
-				}
-				return nil
-			}
-			if len(runs) == 0 {
-				fmt.Fprintf(out, "no runs in %s\n", stateDir)
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tITERATIONS\tSTARTED")
-			for _, r := range runs {
-				status := r.Status
-				if r.Limit != "" {
-					status += " (" + r.Limit + ")"
-				}
-				if r.Unsigned {
-					status += ", unsigned"
-				}
-				started := "-" // a journal whose first line cannot be read or trusted
-				if !r.Started.IsZero() {
-					started = r.Started.Local().Format(time.DateTime)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, strings.TrimPrefix(r.Agent, "agent."), status, r.Iterations, started)
-			}
-			return tw.Flush()
+			return printRuns(cmd.OutOrStdout(), runs, jsonOut, "in "+stateDir)
 		},
 	}
 	where.add(cmd, true)
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "print JSON, one object per line")
 	cmd.AddCommand(newRunsExportCmd(&where))
+	tf.add(cmd, true, false)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run's timeline (ID \"latest\" is the newest run)",
 		Long: `Show run ID's timeline, verifying every line of its journal first. A journal
 that does not verify is shown up to the line before the first bad one, and
 the command exits 1 naming that line. An unsigned journal (written before
-symbi signed its journals) is shown with a warning on stderr.`,
+symbi signed its journals) is shown with a warning on stderr. With
+--temporal, the timeline is the one run ID's workflow serves.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tf.on() {
+				return showTemporalRun(cmd, &tf, args[0], jsonOut)
+			}
 			stateDir, err := where.resolve(cmd)
 			if err != nil {
 				return err
@@ -130,6 +113,9 @@ Exit codes: 0 intact; 1 not intact, with the first bad line (or the plan) and
 why; 2 no such run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tf.on() {
+				return exitWith(exitInvalid, "a run on Temporal has no journal to verify: its history is the Temporal service's")
+			}
 			stateDir, err := where.resolve(cmd)
 			if err != nil {
 				return err
@@ -290,4 +276,36 @@ func resolveRunID(stateDir, id string) (string, error) {
 		return "", exitWith(exitInvalid, "no runs in %s", stateDir)
 	}
 	return runs[0].ID, nil
+}
+
+// printRuns is the table of `symbi runs` (or one JSON object per run);
+// where says where none were found.
+func printRuns(out io.Writer, runs []journal.RunSummary, jsonOut bool, where string) error {
+	if jsonOut {
+		for _, r := range runs {
+			jsonLine(out, r)
+		}
+		return nil
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(out, "no runs %s\n", where)
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tITERATIONS\tSTARTED")
+	for _, r := range runs {
+		status := r.Status
+		if r.Limit != "" {
+			status += " (" + r.Limit + ")"
+		}
+		if r.Unsigned {
+			status += ", unsigned"
+		}
+		started := "-" // a journal whose first line cannot be read or trusted
+		if !r.Started.IsZero() {
+			started = r.Started.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, strings.TrimPrefix(r.Agent, "agent."), status, r.Iterations, started)
+	}
+	return tw.Flush()
 }

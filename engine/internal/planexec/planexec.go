@@ -207,6 +207,13 @@ type Scheduler struct {
 	// After sees every step's outcome, including skipped ones.
 	After func(r Result)
 	Now   func() time.Time
+	// Inline runs each step on the caller's goroutine, one at a time,
+	// whatever Parallel says: a durable runtime's workflow, whose steps
+	// must replay in one order, starts no goroutines.
+	Inline bool
+	// WithTimeout makes a step's deadline (context.WithTimeoutCause when
+	// nil); a runtime measures it on its own clock.
+	WithTimeout func(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
 }
 
 // Execute runs steps. results holds the steps finished under earlier plans
@@ -217,10 +224,18 @@ type Scheduler struct {
 // so no goroutine outlives Execute.
 func (sc *Scheduler) Execute(ctx context.Context, steps []Step, results map[string]Result) error {
 	parallel := max(sc.Parallel, 1)
+	if sc.Inline {
+		parallel = 1
+	}
+	withTimeout := sc.WithTimeout
+	if withTimeout == nil {
+		withTimeout = context.WithTimeoutCause
+	}
 	type finished struct {
 		res Result
 	}
 	ch := make(chan finished)
+	var inline []finished // Inline: steps that ended, not yet taken
 	started := make([]bool, len(steps))
 	running := 0
 	var stopErr error
@@ -270,12 +285,12 @@ func (sc *Scheduler) Execute(ctx context.Context, steps []Step, results map[stri
 					}
 					started[i] = true
 					running++
-					go func(s Step, deps []Result) {
+					run := func(s Step, deps []Result) finished {
 						t0 := sc.Now()
 						sctx, cancel := context.WithCancelCause(ctx)
 						if sc.StepTimeout > 0 {
 							var c2 context.CancelFunc
-							sctx, c2 = context.WithTimeoutCause(sctx, sc.StepTimeout, fmt.Errorf("%w after %s", ErrStepTimeout, sc.StepTimeout))
+							sctx, c2 = withTimeout(sctx, sc.StepTimeout, fmt.Errorf("%w after %s", ErrStepTimeout, sc.StepTimeout))
 							defer c2()
 						}
 						out, err := sc.Run(sctx, s, deps)
@@ -289,8 +304,13 @@ func (sc *Scheduler) Execute(ctx context.Context, steps []Step, results map[stri
 						if err != nil {
 							r.Status, r.Err, r.Output = Failed, err, ""
 						}
-						ch <- finished{r}
-					}(s, deps)
+						return finished{r}
+					}
+					if sc.Inline {
+						inline = append(inline, run(s, deps))
+					} else {
+						go func() { ch <- run(s, deps) }()
+					}
 					progressed = true
 				}
 				if stopErr != nil {
@@ -301,7 +321,12 @@ func (sc *Scheduler) Execute(ctx context.Context, steps []Step, results map[stri
 		if running == 0 {
 			break
 		}
-		f := <-ch
+		var f finished
+		if len(inline) > 0 {
+			f, inline = inline[0], inline[1:]
+		} else {
+			f = <-ch
+		}
 		running--
 		results[f.res.ID] = f.res
 		sc.After(f.res)

@@ -1,0 +1,398 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/provider"
+	"github.com/symbi-dev/symbi/seal"
+	"github.com/symbi-dev/symbi/temporal/contract"
+)
+
+// ModelCall is the model activity's input: which model of which plan, and
+// the request exactly as the engine made it.
+type ModelCall struct {
+	PlanDigest string           `json:"plan_digest"`
+	Model      string           `json:"model"`
+	Request    provider.Request `json:"request"`
+	// Stream: the text may be shown as it arrives (the heartbeat carries
+	// it); false for a call the engine keeps quiet.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// ToolCall is the tool activity's input: the agent whose toolbox runs it,
+// and the Execution the workflow's toolbox made of an approved call.
+type ToolCall struct {
+	PlanDigest string             `json:"plan_digest"`
+	Execution  builtins.Execution `json:"execution"`
+}
+
+// ToolOutcome is the tool activity's result: a tool's failure is a result
+// too (the workflow's recovery chain decides what follows, as a local
+// run's does), so Temporal retries the activity only when its worker is
+// lost.
+type ToolOutcome struct {
+	Content   string `json:"content,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	ElapsedMS int64  `json:"elapsed_ms"`
+	// Failure, when set, is the *builtins.Failure the call ended with.
+	Failure *Failure `json:"failure,omitempty"`
+}
+
+// Failure is a builtins.Failure as it crosses the wire.
+type Failure struct {
+	Kind       builtins.FailureKind `json:"kind"`
+	Message    string               `json:"message"`
+	RetryAfter time.Duration        `json:"retry_after,omitempty"`
+}
+
+// Activities run on every worker. Each holds one engine per plan digest it
+// has seen, built from the plan (asked of the workflow when this worker has
+// not seen it) after the worker's files passed the plan's digests.
+type Activities struct {
+	BaseDir string
+	// Client asks a run's workflow for its plan (PlanQuery).
+	Client client.Client
+	// Models replaces providers (tests): passed to every engine.
+	Models map[string]provider.Model
+
+	mu      sync.Mutex
+	engines map[string]*engine.Engine
+}
+
+// Close releases every engine's tools.
+func (a *Activities) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var errs []error
+	for _, e := range a.engines {
+		errs = append(errs, e.Close())
+	}
+	a.engines = nil
+	return errors.Join(errs...)
+}
+
+// engine returns the engine of the plan with digest d, building it once.
+func (a *Activities) engine(ctx context.Context, d string) (*engine.Engine, error) {
+	a.mu.Lock()
+	if e, ok := a.engines[d]; ok {
+		a.mu.Unlock()
+		return e, nil
+	}
+	a.mu.Unlock()
+	info := activity.GetInfo(ctx)
+	if a.Client == nil {
+		return nil, errors.New("this worker has no client to ask the run for its plan")
+	}
+	v, err := a.Client.QueryWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, contract.PlanQuery)
+	if err != nil {
+		return nil, fmt.Errorf("asking run %s for its plan: %w", info.WorkflowExecution.ID, err)
+	}
+	var b []byte
+	if err := v.Get(&b); err != nil {
+		return nil, err
+	}
+	if got := seal.Digest(b); got != d {
+		return nil, fmt.Errorf("run %s answered a plan with digest %s, not %s", info.WorkflowExecution.ID, got, d)
+	}
+	p, err := plan.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return a.add(p, d)
+}
+
+// add builds and keeps the engine of p, after checking this worker's
+// files against the plan's digests.
+func (a *Activities) add(p *plan.Plan, d string) (*engine.Engine, error) {
+	if err := contract.VerifyFiles(p, a.BaseDir); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, nil)
+	}
+	e, err := engine.New(p, engine.Options{BaseDir: a.BaseDir, Models: a.Models})
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if have, ok := a.engines[d]; ok {
+		e.Close()
+		return have, nil
+	}
+	if a.engines == nil {
+		a.engines = map[string]*engine.Engine{}
+	}
+	a.engines[d] = e
+	return e, nil
+}
+
+// Model is the model activity: one streamed model call. The text streamed
+// so far is the activity's heartbeat, which `symbi run --temporal` reads
+// to show the answer as it arrives; none of it enters the history.
+func (a *Activities) Model(ctx context.Context, in ModelCall) (provider.Response, error) {
+	e, err := a.engine(ctx, in.PlanDigest)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	var mu sync.Mutex
+	var text strings.Builder
+	beat := func() {
+		s := ""
+		if in.Stream {
+			mu.Lock()
+			s = e.StreamShown(text.String())
+			mu.Unlock()
+		}
+		activity.RecordHeartbeat(ctx, s)
+	}
+	stop := heartbeats(ctx, beat)
+	defer stop()
+	resp, err := e.CallModel(ctx, in.Model, in.Request, func(ev provider.Event) {
+		if ev.ContentDelta == "" || !in.Stream {
+			return
+		}
+		mu.Lock()
+		text.WriteString(ev.ContentDelta)
+		mu.Unlock()
+		beat() // the SDK throttles heartbeats (worker option)
+	})
+	if err != nil {
+		return provider.Response{}, modelError(err)
+	}
+	return resp, nil
+}
+
+// heartbeats beats every second until stop: a worker that dies mid-call
+// is noticed within the heartbeat timeout, and the call runs again
+// elsewhere.
+func heartbeats(ctx context.Context, beat func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				beat()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// modelError carries a provider failure to the workflow with its kind as
+// the error type. The provider has already retried it as the plan's retry
+// block says, so Temporal does not retry it again: only a lost worker (a
+// heartbeat timeout) makes the activity run again.
+func modelError(err error) error {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), string(pe.Kind), nil, modelErrorDetails{Kind: pe.Kind, Detail: pe.Detail, StatusCode: pe.StatusCode, RetryAfter: pe.RetryAfter})
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), "error", nil)
+}
+
+type modelErrorDetails struct {
+	Kind       provider.ErrorKind `json:"kind"`
+	Detail     string             `json:"detail,omitempty"`
+	StatusCode int                `json:"status_code,omitempty"`
+	RetryAfter time.Duration      `json:"retry_after,omitempty"`
+}
+
+// Tool is the tool activity: one approved call, run with the call's
+// idempotency key (workflow id / iteration / call id: the same through
+// every retry of this activity).
+func (a *Activities) Tool(ctx context.Context, in ToolCall) (ToolOutcome, error) {
+	e, err := a.engine(ctx, in.PlanDigest)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	stop := heartbeats(ctx, func() { activity.RecordHeartbeat(ctx) })
+	defer stop()
+	res, err := e.ExecuteCall(ctx, in.Execution.Agent, in.Execution)
+	out := ToolOutcome{Content: res.Content, Truncated: res.Truncated, ElapsedMS: res.Elapsed.Milliseconds()}
+	if err != nil {
+		if ctx.Err() != nil {
+			// Cancelled or timed out here: not the tool's answer.
+			return ToolOutcome{}, ctx.Err()
+		}
+		f := &Failure{Kind: builtins.KindOf(err), Message: err.Error()}
+		var bf *builtins.Failure
+		if errors.As(err, &bf) {
+			f.RetryAfter = bf.RetryAfter
+			if bf.Err != nil {
+				f.Message = bf.Err.Error()
+			}
+		}
+		out.Failure = f
+	}
+	return out, nil
+}
+
+// activityModels are the engine's models in a workflow: each call is a
+// model activity.
+func activityModels(p *plan.Plan, rt *runtime, digest string) map[string]provider.Model {
+	out := map[string]provider.Model{}
+	for i := range p.Models {
+		m := &p.Models[i]
+		out[m.Address] = &activityModel{rt: rt, spec: m, digest: digest}
+	}
+	return out
+}
+
+type activityModel struct {
+	rt     *runtime
+	spec   *plan.Model
+	digest string
+}
+
+// modelOptions: the activity may take the model's total timeout (and its
+// transport retries) plus a margin, heartbeats every second, and runs
+// again on another worker when its own is lost.
+func modelOptions(m *plan.Model) workflow.ActivityOptions {
+	total := m.Timeouts.Total.Std()
+	if total <= 0 {
+		total = 10 * time.Minute
+	}
+	attempts := max(m.Retry.MaxAttempts, 1)
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Duration(attempts)*(total+m.Retry.MaxBackoff.Std()) + 30*time.Second,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    5,
+			NonRetryableErrorTypes: []string{
+				string(provider.AuthenticationFailed), string(provider.InvalidRequest), string(provider.MissingAPIKey),
+			},
+		},
+	}
+}
+
+func (m *activityModel) Stream(ctx context.Context, req provider.Request, onEvent func(provider.Event)) (provider.Response, error) {
+	w := workflow.WithActivityOptions(workflowOf(ctx), modelOptions(m.spec))
+	var resp provider.Response
+	err := workflow.ExecuteActivity(w, contract.ModelActivity, ModelCall{PlanDigest: m.digest, Model: m.spec.Address, Request: req, Stream: !provider.Quiet(ctx)}).Get(w, &resp)
+	m.rt.sync()
+	if err != nil {
+		if ctx.Err() != nil {
+			return provider.Response{}, ctx.Err()
+		}
+		return provider.Response{}, providerError(err)
+	}
+	// The turn arrives whole: the engine streams it to its observer (and
+	// counts it against the budget) as one piece.
+	if resp.Reasoning != "" {
+		onEvent(provider.Event{ReasoningDelta: resp.Reasoning})
+	}
+	if resp.Content != "" {
+		onEvent(provider.Event{ContentDelta: resp.Content})
+	}
+	for _, c := range resp.ToolCalls {
+		onEvent(provider.Event{ToolCallDelta: c.Name + c.Arguments})
+	}
+	return resp, nil
+}
+
+// providerError makes the activity's failure a *provider.Error again.
+func providerError(err error) error {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		var d modelErrorDetails
+		if ae.HasDetails() && ae.Details(&d) == nil && d.Kind != "" {
+			return &provider.Error{Kind: d.Kind, Detail: d.Detail, StatusCode: d.StatusCode, RetryAfter: d.RetryAfter, Err: errors.New(trimKind(ae.Message(), d))}
+		}
+		return errors.New(ae.Message())
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return &provider.Error{Kind: provider.Timeout, Detail: "activity", Err: err}
+	}
+	return err
+}
+
+// trimKind is the message without the kind, status and detail that
+// provider.Error prints again.
+func trimKind(msg string, d modelErrorDetails) string {
+	e := &provider.Error{Kind: d.Kind, Detail: d.Detail, StatusCode: d.StatusCode}
+	return strings.TrimPrefix(strings.TrimPrefix(msg, e.Error()), ": ")
+}
+
+// toolRunner is engine.Runtime.Execute: each call a tool activity.
+type toolRunner struct {
+	rt     *runtime
+	digest string
+	runs   map[string]int // executions per idempotency key, for activity ids
+}
+
+func (t *toolRunner) execute(ctx context.Context, x builtins.Execution) (builtins.Result, error) {
+	w := workflowOf(ctx)
+	if t.runs == nil {
+		t.runs = map[string]int{}
+	}
+	t.runs[x.IdempotencyKey]++
+	// The activity id is the key without the run's id (which is the
+	// workflow's), and the execution's number: the tool's key is
+	// "workflow id / activity id" without the number, the same through
+	// Temporal's retries and the recovery chain's.
+	id := strings.TrimPrefix(x.IdempotencyKey, workflow.GetInfo(w).WorkflowExecution.ID+"/")
+	timeout := x.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	w = workflow.WithActivityOptions(w, workflow.ActivityOptions{
+		ActivityID:          fmt.Sprintf("tool/%s#%d", id, t.runs[x.IdempotencyKey]),
+		StartToCloseTimeout: timeout + 30*time.Second,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{ErrFileMismatch},
+		},
+	})
+	var out ToolOutcome
+	err := workflow.ExecuteActivity(w, contract.ToolActivity, ToolCall{PlanDigest: t.digest, Execution: x}).Get(w, &out)
+	t.rt.sync()
+	res := builtins.Result{Content: out.Content, Truncated: out.Truncated, Elapsed: time.Duration(out.ElapsedMS) * time.Millisecond}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return res, &builtins.Failure{Kind: builtins.Error, Tool: x.Tool, Err: fmt.Errorf("cancelled: %w", ctx.Err())}
+	case err != nil:
+		return res, &builtins.Failure{Kind: builtins.Error, Tool: x.Tool, Err: err}
+	case out.Failure != nil:
+		return res, &builtins.Failure{Kind: out.Failure.Kind, Tool: x.Tool, Err: errors.New(out.Failure.Message), RetryAfter: out.Failure.RetryAfter}
+	}
+	return res, nil
+}
+
+// Prepare builds the engine of a run's plan on this worker ahead of its
+// activities (a test environment, which has no client to ask the run).
+func (a *Activities) Prepare(in contract.Start) error {
+	p, err := in.Decode()
+	if err != nil {
+		return err
+	}
+	_, err = a.add(p, in.PlanDigest)
+	return err
+}

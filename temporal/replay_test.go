@@ -1,0 +1,206 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/temporal/contract"
+)
+
+var record = flag.Bool("record", false, "run every mode on the Temporal service at SYMBI_TEMPORAL_ADDRESS and keep each history in testdata/histories")
+
+// A recorded history of every mode, with a frozen copy of the files its
+// plan references (the workflow checks their digests when it replays).
+// A change to the workflow's code that would break the runs in flight (a
+// command added, moved or removed without workflow.GetVersion) fails
+// TestReplay.
+var replayCases = []struct {
+	name, src, agent, input string
+	approve                 bool
+}{
+	{name: "simple", src: "../examples/reflect.hcl", agent: "critic", input: "Rate this: the sky is blue because of Rayleigh scattering."},
+	{name: "react", src: "../examples/quickstart.hcl", input: "What is 6 * 7?"},
+	{name: "reflect", src: "../examples/reflect.hcl", agent: "writer", input: "In one sentence: why is the sky blue?"},
+	{name: "plan_execute", src: "../examples/plan_execute.hcl", input: "Is 6 * 7 equal to 100 - 58?"},
+	{name: "delegation", src: "../examples/delegation.hcl", agent: "lead", input: "Why is the sky blue, and is that answer any good?"},
+	{name: "approval", src: "testdata/ask", input: "add 1 and 1", approve: true},
+}
+
+func TestReplay(t *testing.T) {
+	if *record {
+		recordHistories(t)
+	}
+	for _, c := range replayCases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join("testdata", "histories", c.name)
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions((&Workflows{BaseDir: dir}).Run, workflowOptions())
+			if err := replay(t, r, dir); err != nil {
+				t.Fatalf("replaying the %s history: %v", c.name, err)
+			}
+		})
+	}
+}
+
+// A workflow that takes one command more than the recorded one (here a
+// timer before the run) does not replay: the test above would catch the
+// change.
+func TestReplayCatchesAChange(t *testing.T) {
+	dir := filepath.Join("testdata", "histories", "react")
+	wf := &Workflows{BaseDir: dir}
+	changed := func(w workflow.Context, in contract.Start) (contract.Output, error) {
+		if err := workflow.Sleep(w, time.Second); err != nil {
+			return contract.Output{}, err
+		}
+		return wf.Run(w, in)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(changed, workflowOptions())
+	if err := replay(t, r, dir); err == nil {
+		t.Fatal("a changed workflow replayed the recorded history")
+	}
+}
+
+// execution is the recorded run's workflow id and run id: its seeded
+// randomness, its run id and its tools' idempotency keys derive from them.
+type execution struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+}
+
+// replay replays dir's history.json as the execution.json beside it.
+func replay(t *testing.T, r worker.WorkflowReplayer, dir string) error {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "execution.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x execution
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "history.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: x.WorkflowID, RunID: x.RunID}})
+}
+
+// recordHistories runs every case on a real service with a worker of this
+// process and writes each history (and the files its plan references)
+// under testdata/histories.
+func recordHistories(t *testing.T) {
+	addr := os.Getenv("SYMBI_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Fatal("-record needs a Temporal service: set SYMBI_TEMPORAL_ADDRESS")
+	}
+	ctx := context.Background()
+	cl, err := Connection{Address: addr}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, c := range replayCases {
+		src, _ := compile(t, c.src)
+		dir := filepath.Join("testdata", "histories", c.name)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		base := filepath.Dir(c.src)
+		if st, err := os.Stat(c.src); err == nil && st.IsDir() {
+			base = c.src
+		}
+		for _, f := range src.Files {
+			b, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(f.Path)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := filepath.Join(dir, filepath.FromSlash(f.Path))
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(to, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, _ := compile(t, dir)
+		queue := "record-" + c.name + "-" + time.Now().Format("150405.000")
+		w, acts := NewWorker(cl, WorkerOptions{BaseDir: dir, TaskQueue: queue})
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		in, err := contract.NewStart(p, c.agent, c.input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := "replay-" + c.name
+		tc := &Client{C: cl}
+		if err := tc.Start(ctx, id+"-"+queue, queue, in); err != nil {
+			t.Fatal(err)
+		}
+		id += "-" + queue
+		if c.approve {
+			var reqs []policy.Request
+			deadline := time.Now().Add(time.Minute)
+			for len(reqs) == 0 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+				reqs, _ = tc.Pending(ctx, id)
+			}
+			if len(reqs) == 0 {
+				t.Fatal("no approval request")
+			}
+			if _, _, err := tc.Decide(ctx, reqs[0].ID, true, "recorder", "fine"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out contract.Output
+		if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Termination.Reason != "completed" {
+			t.Fatalf("%s ended %+v", c.name, out.Termination)
+		}
+		w.Stop()
+		acts.Close()
+		h := &historypb.History{}
+		it := cl.GetWorkflowHistory(ctx, id, "", false, 0)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Events = append(h.Events, ev)
+		}
+		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "history.json"), append(bytes.TrimSpace(b), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := cl.GetWorkflow(ctx, id, "").GetRunID()
+		xb, _ := json.MarshalIndent(execution{WorkflowID: id, RunID: run}, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, "execution.json"), append(xb, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d history events, %d iterations", c.name, len(h.Events), out.Iterations)
+	}
+}

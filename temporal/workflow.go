@@ -1,0 +1,188 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
+	"github.com/symbi-dev/symbi/temporal/contract"
+)
+
+// Error types of the workflow's own failures (temporal.ApplicationError).
+const (
+	// ErrFileMismatch: the worker's files differ from the plan's digests.
+	ErrFileMismatch = "file_mismatch"
+	// ErrUnsupported: the plan uses what this runtime does not run yet.
+	ErrUnsupported = "unsupported"
+	// ErrCannotStart: the engine could not start the run (an unknown
+	// agent, a plan that does not decode).
+	ErrCannotStart = "cannot_start"
+)
+
+// versionLoop guards the order of the loop's commands: a change to it
+// takes a new version under this change id (workflow.GetVersion), and old
+// histories keep replaying the branch they were recorded with.
+const versionLoop = "symbi-loop"
+
+// Workflows holds what the workflow code needs from its worker: where the
+// plan's files are. Nothing here changes during a run.
+type Workflows struct {
+	// BaseDir is the configuration directory on this worker: the plan's
+	// files are read (and their digests checked) relative to it.
+	BaseDir string
+}
+
+// state is one workflow execution's state besides the engine's: the events
+// the query serves, the approval requests waiting, and the decisions the
+// DecideUpdate delivered.
+type state struct {
+	plan    []byte
+	events  []engine.Event
+	seq     int64
+	pending map[string]policy.Request
+	order   []string // pending ids, in the order asked
+	decided map[string]policy.ApprovalRecord
+	asked   int
+}
+
+// Run is the workflow of one run: it checks the plan and the worker's
+// files, then runs the engine's loop with the workflow as its runtime.
+func (wf *Workflows) Run(w workflow.Context, in contract.Start) (contract.Output, error) {
+	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	if err := st.handlers(w); err != nil {
+		return contract.Output{}, err
+	}
+	workflow.GetVersion(w, versionLoop, workflow.DefaultVersion, 1)
+	p, err := in.Decode()
+	if err != nil {
+		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+	}
+	if err := supported(p); err != nil {
+		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
+	}
+	if err := contract.VerifyFiles(p, wf.BaseDir); err != nil {
+		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, err)
+	}
+	if err := replayable(p, wf.BaseDir); err != nil {
+		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
+	}
+	rt := newRuntime(w)
+	info := workflow.GetInfo(w)
+	e, err := engine.New(p, engine.Options{
+		BaseDir:       wf.BaseDir,
+		StateDir:      engine.DefaultStateDir(p, wf.BaseDir),
+		LookupEnv:     func(string) (string, bool) { return "", false },
+		OnEvent:       st.record,
+		Approver:      &approver{st: st, rt: rt},
+		Models:        activityModels(p, rt, in.PlanDigest),
+		PolicyContext: in.PolicyContext,
+		Now:           func() time.Time { return workflow.Now(w) },
+		Rand:          seeded(w),
+		Sleep:         rt.sleep,
+		Runtime: &engine.Runtime{
+			Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest}).execute,
+			Go:          rt.goAll,
+			WithTimeout: rt.withTimeout,
+		},
+	})
+	if err != nil {
+		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+	}
+	defer e.Close()
+	res, err := e.Run(rt.ctx, in.Agent, in.Input, engine.RunOptions{RunID: info.WorkflowExecution.ID, NoJournal: true})
+	if err != nil {
+		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+	}
+	return contract.OutputOf(res), nil
+}
+
+// supported refuses what the workflow cannot run deterministically yet:
+// MCP servers (their tool lists come from processes the workflow would
+// start) and knowledge stores (a file the workflow would read and write).
+func supported(p *plan.Plan) error {
+	var out []error
+	if len(p.MCPServers) > 0 {
+		out = append(out, fmt.Errorf("mcp_server blocks (%s) do not run on Temporal yet: their tool lists come from processes a workflow cannot start", p.MCPServers[0].Address))
+	}
+	if len(p.Knowledge) > 0 {
+		out = append(out, fmt.Errorf("knowledge stores (%s) do not run on Temporal yet: a workflow cannot read and write a local store", p.Knowledge[0].Address))
+	}
+	return errors.Join(out...)
+}
+
+// replayable refuses OPA policies that call a built-in whose result may
+// differ from one evaluation to the next (time.now_ns, http.send, …): the
+// gate decides in workflow code, and a replay must take the decisions the
+// run took. A policy that does not load is left to engine.New to report.
+func replayable(p *plan.Plan, baseDir string) error {
+	var out []error
+	for _, pol := range p.Policies {
+		if pol.OPA == nil {
+			continue
+		}
+		o, err := policy.NewOPA(context.Background(), pol.Address, *pol.OPA, baseDir)
+		if err != nil {
+			continue
+		}
+		if names := o.Impure(); len(names) > 0 {
+			out = append(out, fmt.Errorf("%s calls %s, whose result may differ from one evaluation to the next: on Temporal the gate decides in the workflow, whose replay must take the same decisions (docs/temporal.md); give the policy what it needs in its input or data instead", pol.Address, strings.Join(names, ", ")))
+		}
+	}
+	return errors.Join(out...)
+}
+
+// record is engine.Options.OnEvent: the event, numbered like a journal
+// line (what is shown only, the deltas, is not numbered), kept for the
+// events query. Nothing of it goes into the workflow's history.
+func (st *state) record(ev engine.Event) {
+	if !engine.ShownOnly(ev.Type) {
+		st.seq++
+		ev.Seq = st.seq
+	}
+	st.events = append(st.events, ev)
+}
+
+// Events is the events query's answer: the events from index From on, and
+// the index to ask from next.
+type Events struct {
+	Events []engine.Event `json:"events"`
+	Next   int            `json:"next"`
+}
+
+func (st *state) handlers(w workflow.Context) error {
+	if err := workflow.SetQueryHandler(w, contract.EventsQuery, func(from int) (Events, error) {
+		if from < 0 || from > len(st.events) {
+			from = len(st.events)
+		}
+		return Events{Events: st.events[from:], Next: len(st.events)}, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(w, contract.PendingQuery, func() ([]policy.Request, error) {
+		out := make([]policy.Request, 0, len(st.order))
+		for _, id := range st.order {
+			out = append(out, st.pending[id])
+		}
+		return out, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(w, contract.PlanQuery, func() ([]byte, error) { return st.plan, nil }); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(w, contract.DecideUpdate,
+		func(w workflow.Context, d Decision) (policy.ApprovalRecord, error) {
+			rec := d.record(workflow.Now(w))
+			st.decided[d.Binding.RequestID] = rec
+			return rec, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: st.validate})
+}
