@@ -10,8 +10,8 @@
 // again. Trim drops the executable's code mappings from the process
 // (madvise MADV_DONTNEED); the pages stay in the kernel's page cache, and
 // the code the command runs faults back in as it runs. The peak of a run is
-// then what init mapped, not that plus what the run maps: about 4 MiB less
-// for a one-round run, 7 MiB less at 100 rounds, for about 80 more minor
+// then what init mapped, not that plus what the run maps: about 4.5 MiB
+// less for a one-round run, 7 MiB less at 100 rounds, for about 80 more minor
 // faults and no CPU time measurable in paired runs (docs/benchmarks.md,
 // "Phase 3").
 //
