@@ -49,6 +49,8 @@ var allowed = map[string][]string{
 	// the part of hclwrite that fmt and the REPL use (hclwrite links go-cmp).
 	"internal/backoff": nil,
 	"internal/hclfmt":  nil,
+	// The executable's code dropped from the process once main starts.
+	"internal/exepages": nil,
 
 	// What a plan needs at run time, beside the plan.
 	"plan/eval": {"plan", "stdlib"},
@@ -100,7 +102,7 @@ var allowed = map[string][]string{
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"decisionlog", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry", "temporal/contract"},
+	"cmd/symbi": {"decisionlog", "engine", "internal/exepages", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry", "temporal/contract"},
 
 	// The Temporal runtime: the workflow runs the engine, never the
 	// compiler; what symbi shares with it (contract) has no SDK. Its own

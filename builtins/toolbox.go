@@ -367,6 +367,7 @@ func (tb *Toolbox) Withheld() []Withheld {
 	defer tb.toolsMu.RUnlock()
 	return slices.Clone(tb.withheld)
 }
+
 // checkLock checks every server and command tool against the lock, when
 // there is one: drifts that on_drift refuses fail the toolbox, all of them
 // in one DriftError; hidden tools are marked on their server (and the

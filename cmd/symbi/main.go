@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/symbi-dev/symbi/internal/exepages"
 )
 
 // Exit codes shared by every command (see docs/cli.md).
@@ -81,7 +83,13 @@ func flagUsages(fs *pflag.FlagSet) string {
 	return strings.ReplaceAll(fs.FlagUsages(), boolSuffix, strings.Repeat(" ", len(boolSuffix)))
 }
 
-func main() { os.Exit(run(context.Background(), os.Args[1:])) }
+func main() {
+	// Package init mapped most of the binary into the process, 64 KB per
+	// fault, for code no command runs again: let go of it before the
+	// command starts (internal/exepages). Failing to is harmless.
+	_, _ = exepages.Trim()
+	os.Exit(run(context.Background(), os.Args[1:]))
+}
 
 // run executes the command line and returns the process exit code; tests
 // call it through testscript.

@@ -258,7 +258,7 @@ type turnBuilder struct {
 	usage     *goopenai.Usage
 	// pieces are the tool-call pieces of the last chunk, by call, for
 	// display (provider.Event.ToolCall).
-	pieces []provider.ToolCallPiece
+	pieces    []provider.ToolCallPiece
 	id, model string // the turn's, from the first chunk that names them
 
 	max  int64 // max_response_bytes
