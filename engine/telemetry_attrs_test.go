@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // TestSpansAttributesInOrder: every span of a react run with two tool
@@ -193,5 +194,23 @@ func TestSpanAllocs(t *testing.T) {
 	t.Logf("%.0f allocations a run untraced, %.0f traced: %.1f a span", off, on, perSpan)
 	if perSpan > 13 {
 		t.Errorf("tracing allocates %.1f times a span of the loop, want at most 13 (it was 20)", perSpan)
+	}
+}
+
+// TestSpansNotSampled: under a sampler that records nothing the loop
+// builds no attributes and ends every span it started; the run completes
+// and still knows its trace id (the journal's started line carries it).
+func TestSpansNotSampled(t *testing.T) {
+	p, dir := fixture{"main.hcl": mustRead(t, "../testdata/e2e/telemetry/main.hcl"), "scripts/turns.json": mustRead(t, "../testdata/e2e/telemetry/scripts/turns.json")}.compile(t)
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	e, _ := newEngine(t, p, dir, func(o *Options) { o.Tracer = tp; o.CaptureContent = true })
+	res := mustRun(t, e, "", "go", RunOptions{})
+	if res.Termination.Reason != Completed || res.TraceID == "" {
+		t.Fatalf("termination %s, trace %q", res.Termination, res.TraceID)
+	}
+	if n := len(sr.Started()) + len(sr.Ended()); n != 0 {
+		t.Errorf("%d spans recorded under a sampler that records none", n)
 	}
 }

@@ -19,9 +19,9 @@ import (
 
 // spanExporter is an OTLP span exporter over otlpClient.
 type spanExporter struct {
-	c        *otlpClient
-	stopped  atomic.Bool
-	lastSize atomic.Int64 // the last request's size in bytes
+	c       *otlpClient
+	stopped atomic.Bool
+	maxSize atomic.Int64 // the largest request's size in bytes
 }
 
 func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
@@ -31,14 +31,16 @@ func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if len(spans) == 0 {
 		return nil
 	}
-	// The request's size is about the last one's: one allocation, not a
-	// dozen growths. The buffer is not reused, as the transport may still
-	// hold the last body when ExportSpans returns.
-	req, err := appendExportSpans(make([]byte, 0, e.lastSize.Load()+4096), spans)
+	// A request is about as large as the largest yet: one allocation, not
+	// a dozen growths. The buffer is not reused, as the transport may
+	// still hold the last body when ExportSpans returns.
+	req, err := appendExportSpans(make([]byte, 0, e.maxSize.Load()+4096), spans)
 	if err != nil {
 		return fmt.Errorf("exporting %d span(s) to %s: %w", len(spans), e.c.url, err)
 	}
-	e.lastSize.Store(int64(len(req)))
+	if n := int64(len(req)); n > e.maxSize.Load() {
+		e.maxSize.Store(n)
+	}
 	if err := e.c.export(ctx, req); err != nil {
 		return fmt.Errorf("exporting %d span(s) to %s: %w", len(spans), e.c.url, err)
 	}
