@@ -124,6 +124,8 @@ type instruments struct {
 	// have, made once: a variadic argument of an interface's method is
 	// made anew each call.
 	kinds map[trace.SpanKind][]trace.SpanStartOption
+	// attrs holds the loop's attribute slices between spans (see openSpan).
+	attrs *sync.Pool
 
 	metrics         bool
 	tokenUsage      metric.Int64Histogram
@@ -152,6 +154,12 @@ func newInstruments(o Options) instruments {
 			trace.SpanKindInternal: {trace.WithSpanKind(trace.SpanKindInternal)},
 			trace.SpanKindClient:   {trace.WithSpanKind(trace.SpanKindClient)},
 		}
+		in.attrs = &sync.Pool{New: func() any {
+			// Room for the most a span of the loop has: a chat's eight at
+			// the start and six at the end, content included.
+			s := make([]attribute.KeyValue, 0, 16)
+			return &s
+		}}
 	}
 	if o.Meter != nil {
 		m := o.Meter.Meter(instrumentationName)
@@ -185,28 +193,38 @@ func newInstruments(o Options) instruments {
 // with. The SDK copies a span's attributes each time they are set (and
 // the start options' once more), so the loop's spans are started bare and
 // their attributes, gathered in one slice with room for those of the end,
-// set once as they end: one copy a span, not three or four. The spans'
+// set once as they end: one copy a span, not three or four. The SDK's
+// SetAttributes copies what it is given, so the slice goes back to a pool
+// for the next span (TestSpansAttributesInOrder would see a span's
+// attributes overwritten by a later span's if it did not). The spans'
 // attributes are the same, in the same order. A span the sampler dropped
 // is not recording: no attribute is built for it.
 type openSpan struct {
 	span  trace.Span
 	attrs []attribute.KeyValue
+	buf   *[]attribute.KeyValue // the pool's slice attrs is built in
+	pool  *sync.Pool
 }
 
 // startOpen starts a span named name with no attributes, and the slice
 // its attributes go in (nil when it is not recording).
-func (in *instruments) startOpen(ctx context.Context, name string, kind trace.SpanKind, room int) (context.Context, openSpan) {
+func (in *instruments) startOpen(ctx context.Context, name string, kind trace.SpanKind) (context.Context, openSpan) {
 	ctx, span := in.tracer.Start(ctx, name, in.kinds[kind]...)
 	if !span.IsRecording() {
 		return ctx, openSpan{span: span}
 	}
-	return ctx, openSpan{span: span, attrs: make([]attribute.KeyValue, 0, room)}
+	buf := in.attrs.Get().(*[]attribute.KeyValue)
+	return ctx, openSpan{span: span, attrs: (*buf)[:0], buf: buf, pool: in.attrs}
 }
 
-// end sets the span's attributes and ends it.
+// end sets the span's attributes, ends it, and gives the slice back,
+// cleared (it must not keep a run's strings alive).
 func (o openSpan) end() {
 	o.span.SetAttributes(o.attrs...)
 	o.span.End()
+	clear(o.attrs)
+	*o.buf = o.attrs[:0]
+	o.pool.Put(o.buf)
 }
 
 // runKey carries the run's id in its context, for the spans the toolbox's
@@ -296,8 +314,7 @@ func (r *run) startChat(ctx context.Context, spec *plan.Model, req provider.Requ
 	if in.tracer == nil {
 		return ctx, openSpan{}
 	}
-	// Eight at the start, six at the end, one more each with content.
-	ctx, o := in.startOpen(ctx, spanChat+" "+modelName(spec), trace.SpanKindClient, 16)
+	ctx, o := in.startOpen(ctx, spanChat+" "+modelName(spec), trace.SpanKindClient)
 	if o.attrs == nil {
 		return ctx, o
 	}
@@ -452,8 +469,7 @@ func (r *run) startGate(ctx context.Context, a policy.Action) (context.Context, 
 	if a.Type == policy.Respond {
 		target = "respond"
 	}
-	// Four at the start, four at the end, one more with content.
-	ctx, o := in.startOpen(ctx, spanGate+" "+target, trace.SpanKindInternal, 9)
+	ctx, o := in.startOpen(ctx, spanGate+" "+target, trace.SpanKindInternal)
 	if o.attrs == nil {
 		return ctx, o
 	}
@@ -609,8 +625,7 @@ func (e *Engine) observeTool(ctx context.Context, c builtins.Call) (context.Cont
 	in := &e.inst
 	var o openSpan
 	if in.tracer != nil {
-		// Seven at the start, two at the end, one more with content.
-		ctx, o = in.startOpen(ctx, spanExecuteTool+" "+c.Tool, trace.SpanKindInternal, 10)
+		ctx, o = in.startOpen(ctx, spanExecuteTool+" "+c.Tool, trace.SpanKindInternal)
 		if o.attrs != nil {
 			o.attrs = append(o.attrs,
 				attrOperation.String("execute_tool"),

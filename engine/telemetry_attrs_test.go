@@ -164,7 +164,8 @@ const wantSpanAttributes = `invoke_agent assistant kind=internal status=Unset:
 // TestSpanAllocs: what tracing adds to a 20-iteration react run (60 spans
 // of the loop: a chat, a gate and a tool call an iteration), counted in
 // allocations a span against the same run untraced: 20 before the loop's
-// spans were started bare with their start options made once, 11.8 after
+// spans were started bare with their start options made once and their
+// attribute slices pooled, 10.8 after
 // (the SDK's span, its context and its one copy of the attributes; the
 // loop's attribute slice and name; the model request's traceparent
 // header). Counted, not timed: the count does not move with the load.
