@@ -165,10 +165,10 @@ const wantSpanAttributes = `invoke_agent assistant kind=internal status=Unset:
 // of the loop: a chat, a gate and a tool call an iteration), counted in
 // allocations a span against the same run untraced: 20 before the loop's
 // spans were started bare with their start options made once and their
-// attribute slices pooled, 10.8 after
-// (the SDK's span, its context and its one copy of the attributes; the
-// loop's attribute slice and name; the model request's traceparent
-// header). Counted, not timed: the count does not move with the load.
+// attribute slices pooled, 10.8 after (the SDK's span, its context and
+// its one copy of the attributes; the span's name; the model request's
+// traceparent header). Counted, not timed: the count does not move with
+// the load.
 func TestSpanAllocs(t *testing.T) {
 	const iterations = 20
 	srv := fakeserver.New(t, fakeserver.WithHandler(counting(iterations)), fakeserver.WithoutHistory())
