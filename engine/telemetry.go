@@ -120,6 +120,12 @@ const instrumentationName = "github.com/symbi-dev/symbi/engine"
 type instruments struct {
 	tracer  trace.Tracer
 	capture bool
+	// kinds are the start options of each span kind the loop's spans
+	// have, made once: a variadic argument of an interface's method is
+	// made anew each call.
+	kinds map[trace.SpanKind][]trace.SpanStartOption
+	// attrs holds the loop's attribute slices between spans (see openSpan).
+	attrs *sync.Pool
 
 	metrics         bool
 	tokenUsage      metric.Int64Histogram
@@ -144,11 +150,21 @@ func newInstruments(o Options) instruments {
 	in := instruments{capture: o.CaptureContent, decisions: o.DecisionLog, version: o.Version}
 	if o.Tracer != nil {
 		in.tracer = o.Tracer.Tracer(instrumentationName)
+		in.kinds = map[trace.SpanKind][]trace.SpanStartOption{
+			trace.SpanKindInternal: {trace.WithSpanKind(trace.SpanKindInternal)},
+			trace.SpanKindClient:   {trace.WithSpanKind(trace.SpanKindClient)},
+		}
+		in.attrs = &sync.Pool{New: func() any {
+			// Room for the most a span of the loop has: a chat's eight at
+			// the start and six at the end, content included.
+			s := make([]attribute.KeyValue, 0, 16)
+			return &s
+		}}
 	}
 	if o.Meter != nil {
 		m := o.Meter.Meter(instrumentationName)
 		in.metrics = true
-		in.sets = &measureSets{m: map[setKey]metric.MeasurementOption{}}
+		in.sets = &measureSets{m: map[setKey]measureOpts{}}
 		// The GenAI conventions' bucket boundaries.
 		in.tokenUsage, _ = m.Int64Histogram(metricTokenUsage, metric.WithUnit("{token}"),
 			metric.WithDescription("Number of input and output tokens used"),
@@ -171,6 +187,44 @@ func newInstruments(o Options) instruments {
 		in.process = hex.EncodeToString(b[:])
 	}
 	return in
+}
+
+// openSpan is a span the loop has started and the attributes it will end
+// with. The SDK copies a span's attributes each time they are set (and
+// the start options' once more), so the loop's spans are started bare and
+// their attributes, gathered in one slice with room for those of the end,
+// set once as they end: one copy a span, not three or four. The SDK's
+// SetAttributes copies what it is given, so the slice goes back to a pool
+// for the next span (TestSpansAttributesInOrder would see a span's
+// attributes overwritten by a later span's if it did not). The spans'
+// attributes are the same, in the same order. A span the sampler dropped
+// is not recording: no attribute is built for it.
+type openSpan struct {
+	span  trace.Span
+	attrs []attribute.KeyValue
+	buf   *[]attribute.KeyValue // the pool's slice attrs is built in
+	pool  *sync.Pool
+}
+
+// startOpen starts a span named name with no attributes, and the slice
+// its attributes go in (nil when it is not recording).
+func (in *instruments) startOpen(ctx context.Context, name string, kind trace.SpanKind) (context.Context, openSpan) {
+	ctx, span := in.tracer.Start(ctx, name, in.kinds[kind]...)
+	if !span.IsRecording() {
+		return ctx, openSpan{span: span}
+	}
+	buf := in.attrs.Get().(*[]attribute.KeyValue)
+	return ctx, openSpan{span: span, attrs: (*buf)[:0], buf: buf, pool: in.attrs}
+}
+
+// end sets the span's attributes, ends it, and gives the slice back,
+// cleared (it must not keep a run's strings alive).
+func (o openSpan) end() {
+	o.span.SetAttributes(o.attrs...)
+	o.span.End()
+	clear(o.attrs)
+	*o.buf = o.attrs[:0]
+	o.pool.Put(o.buf)
 }
 
 // runKey carries the run's id in its context, for the spans the toolbox's
@@ -225,9 +279,9 @@ func (r *run) traceID() string {
 func (r *run) endSpan(t Termination, usage budget.Amount, elapsed time.Duration) {
 	in := &r.e.inst
 	if in.metrics {
-		in.runDuration.Record(context.Background(), elapsed.Seconds(), in.sets.get(setKeys{attrAgentName, attrTermination}, setValues{r.name, string(t.Reason)}))
+		in.runDuration.Record(context.Background(), elapsed.Seconds(), in.sets.get(setKeys{attrAgentName, attrTermination}, setValues{r.name, string(t.Reason)}).record...)
 		if t.Limit != "" && (t.Reason == BudgetExceeded || t.Reason == MaxIterations || t.Reason == TimedOut) {
-			in.budgetExhausted.Add(context.Background(), 1, in.sets.get(setKeys{attrBudgetLimit}, setValues{t.Limit}))
+			in.budgetExhausted.Add(context.Background(), 1, in.sets.get(setKeys{attrBudgetLimit}, setValues{t.Limit}).add...)
 		}
 	}
 	if r.span == nil {
@@ -254,34 +308,38 @@ func (r *run) endSpan(t Termination, usage budget.Amount, elapsed time.Duration)
 }
 
 // startChat opens a model call's chat span; ctx is returned unchanged and
-// the span is nil when telemetry is off.
-func (r *run) startChat(ctx context.Context, spec *plan.Model, req provider.Request) (context.Context, trace.Span) {
+// the span is nil when tracing is off.
+func (r *run) startChat(ctx context.Context, spec *plan.Model, req provider.Request) (context.Context, openSpan) {
 	in := &r.e.inst
 	if in.tracer == nil {
-		return ctx, nil
+		return ctx, openSpan{}
 	}
-	attrs := []attribute.KeyValue{
+	ctx, o := in.startOpen(ctx, spanChat+" "+modelName(spec), trace.SpanKindClient)
+	if o.attrs == nil {
+		return ctx, o
+	}
+	o.attrs = append(o.attrs,
 		attrOperation.String("chat"),
 		attrProvider.String(spec.Provider),
 		attrRequestModel.String(modelName(spec)),
 		attrModel.String(spec.Address),
 		attrRunID.String(r.id),
-	}
+	)
 	if req.Temperature != nil {
-		attrs = append(attrs, attrTemperature.Float64(*req.Temperature))
+		o.attrs = append(o.attrs, attrTemperature.Float64(*req.Temperature))
 	}
 	if req.MaxOutputTokens > 0 {
-		attrs = append(attrs, attrMaxTokens.Int(req.MaxOutputTokens))
+		o.attrs = append(o.attrs, attrMaxTokens.Int(req.MaxOutputTokens))
 	}
 	if in.capture {
 		// The messages are the request's, which reason has redacted.
-		attrs = append(attrs, attrInputMessages.String(string(inputMessages(req.Messages))))
+		o.attrs = append(o.attrs, attrInputMessages.String(string(inputMessages(req.Messages))))
 	}
-	return in.tracer.Start(ctx, spanChat+" "+modelName(spec), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx, o
 }
 
 // endChat closes a chat span and records the GenAI client metrics.
-func (r *run) endChat(span trace.Span, spec *plan.Model, resp provider.Response, err error, elapsed time.Duration) {
+func (r *run) endChat(o openSpan, spec *plan.Model, resp provider.Response, err error, elapsed time.Duration) {
 	in := &r.e.inst
 	if in.metrics {
 		model := modelName(spec)
@@ -289,39 +347,42 @@ func (r *run) endChat(span trace.Span, spec *plan.Model, resp provider.Response,
 		if err != nil {
 			errType = errorType(err)
 		}
-		in.opDuration.Record(context.Background(), elapsed.Seconds(), in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrErrorType, attrOperation}, setValues{spec.Provider, model, resp.Model, errType, "chat"}))
+		in.opDuration.Record(context.Background(), elapsed.Seconds(), in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrErrorType, attrOperation}, setValues{spec.Provider, model, resp.Model, errType, "chat"}).record...)
 		if err == nil && resp.UsageKnown {
-			in.tokenUsage.Record(context.Background(), resp.Usage.PromptTokens, in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrTokenType, attrOperation}, setValues{spec.Provider, model, resp.Model, "input", "chat"}))
-			in.tokenUsage.Record(context.Background(), resp.Usage.CompletionTokens, in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrTokenType, attrOperation}, setValues{spec.Provider, model, resp.Model, "output", "chat"}))
+			in.tokenUsage.Record(context.Background(), resp.Usage.PromptTokens, in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrTokenType, attrOperation}, setValues{spec.Provider, model, resp.Model, "input", "chat"}).record...)
+			in.tokenUsage.Record(context.Background(), resp.Usage.CompletionTokens, in.sets.get(setKeys{attrProvider, attrRequestModel, attrResponseModel, attrTokenType, attrOperation}, setValues{spec.Provider, model, resp.Model, "output", "chat"}).record...)
 		}
 	}
-	if span == nil {
+	if o.span == nil {
+		return
+	}
+	if o.attrs == nil {
+		o.span.End() // not sampled
 		return
 	}
 	if err != nil {
-		span.SetAttributes(attrErrorType.String(errorType(err)))
-		span.SetStatus(codes.Error, r.e.secrets.Text(err.Error()))
-		span.End()
+		o.attrs = append(o.attrs, attrErrorType.String(errorType(err)))
+		o.span.SetStatus(codes.Error, r.e.secrets.Text(err.Error()))
+		o.end()
 		return
 	}
-	attrs := []attribute.KeyValue{
+	o.attrs = append(o.attrs,
 		attrInputTokens.Int64(resp.Usage.PromptTokens),
 		attrOutputTokens.Int64(resp.Usage.CompletionTokens),
-	}
+	)
 	if resp.FinishReason != "" {
-		attrs = append(attrs, attrFinishReasons.StringSlice([]string{resp.FinishReason}))
+		o.attrs = append(o.attrs, attrFinishReasons.StringSlice([]string{resp.FinishReason}))
 	}
 	if resp.ID != "" {
-		attrs = append(attrs, attrResponseID.String(resp.ID))
+		o.attrs = append(o.attrs, attrResponseID.String(resp.ID))
 	}
 	if resp.Model != "" {
-		attrs = append(attrs, attrResponseModel.String(resp.Model))
+		o.attrs = append(o.attrs, attrResponseModel.String(resp.Model))
 	}
 	if in.capture {
-		attrs = append(attrs, attrOutputMessages.String(string(r.e.secrets.JSON(outputMessages(resp)))))
+		o.attrs = append(o.attrs, attrOutputMessages.String(string(r.e.secrets.JSON(outputMessages(resp)))))
 	}
-	span.SetAttributes(attrs...)
-	span.End()
+	o.end()
 }
 
 // errorType is an error's error.type: a provider's or a tool's kind, a
@@ -399,29 +460,33 @@ func jsonOrString(s string) json.RawMessage {
 }
 
 // startGate opens a gate decision's span.
-func (r *run) startGate(ctx context.Context, a policy.Action) (context.Context, trace.Span) {
+func (r *run) startGate(ctx context.Context, a policy.Action) (context.Context, openSpan) {
 	in := &r.e.inst
 	if in.tracer == nil {
-		return ctx, nil
+		return ctx, openSpan{}
 	}
 	target := actionTarget(a)
 	if a.Type == policy.Respond {
 		target = "respond"
 	}
-	attrs := []attribute.KeyValue{
+	ctx, o := in.startOpen(ctx, spanGate+" "+target, trace.SpanKindInternal)
+	if o.attrs == nil {
+		return ctx, o
+	}
+	o.attrs = append(o.attrs,
 		attrGateAction.String(string(a.Type)),
 		attrGateTarget.String(target),
 		attrRunID.String(r.id),
-	}
+	)
 	if a.CallID != "" {
-		attrs = append(attrs, attrToolCallID.String(a.CallID))
+		o.attrs = append(o.attrs, attrToolCallID.String(a.CallID))
 	}
-	return in.tracer.Start(ctx, spanGate+" "+target, trace.WithAttributes(attrs...))
+	return ctx, o
 }
 
 // endGate closes a gate's span with its decision and every policy's, counts
 // the decision, and writes the decision log's lines.
-func (r *run) endGate(span trace.Span, g gated, elapsed time.Duration) {
+func (r *run) endGate(o openSpan, g gated, elapsed time.Duration) {
 	in := &r.e.inst
 	d := g.decision
 	if d.Engine == "" {
@@ -434,22 +499,27 @@ func (r *run) endGate(span trace.Span, g gated, elapsed time.Duration) {
 		d.Outcome = policy.Deny
 	}
 	if in.metrics {
-		in.gateDecisions.Add(context.Background(), 1, in.sets.get(setKeys{attrGateEngine, attrGateDecision}, setValues{d.Engine, string(d.Outcome)}))
+		in.gateDecisions.Add(context.Background(), 1, in.sets.get(setKeys{attrGateEngine, attrGateDecision}, setValues{d.Engine, string(d.Outcome)}).add...)
 	}
 	if in.decisions != nil {
-		r.logDecisions(span, g, elapsed)
+		r.logDecisions(o.span, g, elapsed)
 	}
-	if span == nil {
+	if o.span == nil {
 		return
 	}
+	if o.attrs == nil {
+		o.span.End() // not sampled
+		return
+	}
+	span := o.span
 	red := &r.e.secrets
-	span.SetAttributes(
+	o.attrs = append(o.attrs,
 		attrGateDecision.String(string(d.Outcome)),
 		attrGateEngine.String(d.Engine),
 		attrGateReason.String(red.Text(d.Reason)),
 	)
 	if d.Policy != "" {
-		span.SetAttributes(attrGatePolicy.String(d.Policy))
+		o.attrs = append(o.attrs, attrGatePolicy.String(d.Policy))
 	}
 	// One policy's decision is the span's own; the events say what each
 	// policy of a longer chain decided.
@@ -465,9 +535,9 @@ func (r *run) endGate(span trace.Span, g gated, elapsed time.Duration) {
 		))
 	}
 	if in.capture {
-		span.SetAttributes(attrToolArguments.String(string(red.JSON(g.action.Arguments))))
+		o.attrs = append(o.attrs, attrToolArguments.String(string(red.JSON(g.action.Arguments))))
 	}
-	span.End()
+	o.end()
 }
 
 // logDecisions writes one decision log line per decision of the gate: each
@@ -553,48 +623,57 @@ func (r *run) decisionID() string {
 // the tool-call metric.
 func (e *Engine) observeTool(ctx context.Context, c builtins.Call) (context.Context, func(builtins.CallEnd)) {
 	in := &e.inst
-	var span trace.Span
+	var o openSpan
 	if in.tracer != nil {
-		attrs := []attribute.KeyValue{
-			attrOperation.String("execute_tool"),
-			attrToolName.String(c.Tool),
-			attrToolType.String("function"),
-			attrToolEffect.String(c.Info.Effect),
+		ctx, o = in.startOpen(ctx, spanExecuteTool+" "+c.Tool, trace.SpanKindInternal)
+		if o.attrs != nil {
+			o.attrs = append(o.attrs,
+				attrOperation.String("execute_tool"),
+				attrToolName.String(c.Tool),
+				attrToolType.String("function"),
+				attrToolEffect.String(c.Info.Effect),
+			)
+			if c.CallID != "" {
+				o.attrs = append(o.attrs, attrToolCallID.String(c.CallID))
+			}
+			if id, ok := ctx.Value(runKey{}).(string); ok {
+				o.attrs = append(o.attrs, attrRunID.String(id))
+			}
+			if in.capture {
+				o.attrs = append(o.attrs, attrToolArguments.String(string(e.secrets.JSON(c.Arguments))))
+			}
 		}
-		if c.CallID != "" {
-			attrs = append(attrs, attrToolCallID.String(c.CallID))
-		}
-		if id, ok := ctx.Value(runKey{}).(string); ok {
-			attrs = append(attrs, attrRunID.String(id))
-		}
-		if in.capture {
-			attrs = append(attrs, attrToolArguments.String(string(e.secrets.JSON(c.Arguments))))
-		}
-		ctx, span = in.tracer.Start(ctx, spanExecuteTool+" "+c.Tool, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	}
+	tool := c.Tool // not all of c: the closure keeps what it uses
 	return ctx, func(end builtins.CallEnd) {
+		o := o
 		outcome := "ok"
 		if end.Err != nil {
 			outcome = string(builtins.KindOf(end.Err))
 		}
 		if in.metrics {
-			in.toolCalls.Add(context.Background(), 1, in.sets.get(setKeys{attrToolName, attrToolOutcome}, setValues{c.Tool, outcome}))
+			in.toolCalls.Add(context.Background(), 1, in.sets.get(setKeys{attrToolName, attrToolOutcome}, setValues{tool, outcome}).add...)
 		}
-		if span == nil {
+		if o.span == nil {
 			return
 		}
-		span.SetAttributes(attrToolOutcome.String(outcome))
+		if o.attrs == nil {
+			o.span.End() // not sampled
+			return
+		}
+		span := o.span
+		o.attrs = append(o.attrs, attrToolOutcome.String(outcome))
 		if end.BreakerBefore != end.BreakerAfter {
-			span.AddEvent(eventBreaker, trace.WithAttributes(attrToolName.String(c.Tool),
+			span.AddEvent(eventBreaker, trace.WithAttributes(attrToolName.String(tool),
 				attrBreakerFrom.String(string(end.BreakerBefore)), attrBreakerTo.String(string(end.BreakerAfter))))
 		}
 		if end.Err != nil {
-			span.SetAttributes(attrErrorType.String(outcome))
+			o.attrs = append(o.attrs, attrErrorType.String(outcome))
 			span.SetStatus(codes.Error, e.secrets.Text(end.Err.Error()))
 		} else if in.capture {
-			span.SetAttributes(attrToolResult.String(e.secrets.Text(end.Result.Content)))
+			o.attrs = append(o.attrs, attrToolResult.String(e.secrets.Text(end.Result.Content)))
 		}
-		span.End()
+		o.end()
 	}
 }
 
@@ -635,7 +714,14 @@ func modelName(m *plan.Model) string {
 // measureSets caches measurement options by their attributes' values.
 type measureSets struct {
 	mu sync.RWMutex
-	m  map[setKey]metric.MeasurementOption
+	m  map[setKey]measureOpts
+}
+
+// measureOpts are the options of one attribute set, as the slices Add and
+// Record take: passed on with ..., they are not made again each time.
+type measureOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
 }
 
 // setKeys and setValues are the attributes of one measurement: at most
@@ -649,15 +735,15 @@ type (
 	}
 )
 
-// get is the measurement option of the attributes keys=values; an empty
+// get is the measurement options of the attributes keys=values; an empty
 // value leaves its attribute out.
-func (s *measureSets) get(keys setKeys, vals setValues) metric.MeasurementOption {
+func (s *measureSets) get(keys setKeys, vals setValues) measureOpts {
 	key := setKey{keys, vals}
 	s.mu.RLock()
-	opt, ok := s.m[key]
+	opts, ok := s.m[key]
 	s.mu.RUnlock()
 	if ok {
-		return opt
+		return opts
 	}
 	attrs := make([]attribute.KeyValue, 0, len(keys))
 	for i, k := range keys {
@@ -665,11 +751,12 @@ func (s *measureSets) get(keys setKeys, vals setValues) metric.MeasurementOption
 			attrs = append(attrs, k.String(vals[i]))
 		}
 	}
-	opt = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	opts = measureOpts{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}}
 	s.mu.Lock()
 	if len(s.m) < 4096 { // bounded: tool names come from MCP servers
-		s.m[key] = opt
+		s.m[key] = opts
 	}
 	s.mu.Unlock()
-	return opt
+	return opts
 }

@@ -4,11 +4,21 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -78,6 +88,42 @@ func FuzzOTLPHeaders(f *testing.F) {
 		}
 		if got[key] != strings.TrimSpace(value) && got[key] != value {
 			t.Fatalf("%q=%q read back as %q", key, value, got[key])
+		}
+	})
+}
+
+// FuzzEncodeSpans: whatever a span holds (names, keys and values come from
+// the model and the tools) is encoded as proto.Marshal encodes the OTLP
+// messages of it, byte for byte, and a string that is not UTF-8 is an
+// error where it is one for proto.Marshal.
+func FuzzEncodeSpans(f *testing.F) {
+	f.Add("chat gpt", "gen_ai.response.id", "resp_1", int64(7), 0.5, true, "denied", uint16(3))
+	f.Add("", "", "", int64(-1), math.Inf(1), false, "", uint16(300))
+	f.Fuzz(func(t *testing.T, name, key, value string, n int64, x float64, flag bool, desc string, repeat uint16) {
+		long := strings.Repeat(value, int(repeat%512))
+		stub := tracetest.SpanStub{
+			Name: name,
+			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{byte(n), 1}, SpanID: trace.SpanID{byte(n >> 8), 2},
+				TraceFlags: trace.TraceFlags(n)}),
+			SpanKind:  trace.SpanKind(n & 7),
+			StartTime: time.Unix(0, n), EndTime: time.Unix(0, n).Add(time.Duration(repeat)),
+			Attributes: []attribute.KeyValue{attribute.String(key, value), attribute.Int64(key, n), attribute.Float64(key, x),
+				attribute.Bool(key, flag), attribute.String("long", long), attribute.StringSlice(key, []string{value, desc}),
+				attribute.Int64Slice(key, []int64{n, -n})},
+			Events:               []sdktrace.Event{{Name: desc, Time: time.Unix(0, n), Attributes: []attribute.KeyValue{attribute.String(key, long)}, DroppedAttributeCount: int(repeat)}},
+			Status:               sdktrace.Status{Code: codes.Code(n & 3), Description: desc},
+			DroppedAttributes:    int(repeat),
+			Resource:             resource.NewSchemaless(attribute.String(key, value)),
+			InstrumentationScope: instrumentation.Scope{Name: name, Version: value},
+		}
+		spans := tracetest.SpanStubs{stub, stub}.Snapshots()
+		want, werr := exportRequest(resourceSpans(spans))
+		got, err := appendExportSpans(nil, spans)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("error %v, proto.Marshal's %v", err, werr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the encoding differs from proto.Marshal's:\n got %x\nwant %x", got, want)
 		}
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -16,13 +15,13 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // spanExporter is an OTLP span exporter over otlpClient.
 type spanExporter struct {
 	c       *otlpClient
 	stopped atomic.Bool
+	maxSize atomic.Int64 // the largest request's size in bytes
 }
 
 func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
@@ -32,9 +31,15 @@ func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if len(spans) == 0 {
 		return nil
 	}
-	req, err := exportRequest(resourceSpans(spans))
+	// A request is about as large as the largest yet: one allocation, not
+	// a dozen growths. The buffer is not reused, as the transport may
+	// still hold the last body when ExportSpans returns.
+	req, err := appendExportSpans(make([]byte, 0, e.maxSize.Load()+4096), spans)
 	if err != nil {
-		return err
+		return fmt.Errorf("exporting %d span(s) to %s: %w", len(spans), e.c.url, err)
+	}
+	if n := int64(len(req)); n > e.maxSize.Load() {
+		e.maxSize.Store(n)
 	}
 	if err := e.c.export(ctx, req); err != nil {
 		return fmt.Errorf("exporting %d span(s) to %s: %w", len(spans), e.c.url, err)
@@ -46,37 +51,6 @@ func (e *spanExporter) Shutdown(context.Context) error {
 	e.stopped.Store(true)
 	e.c.client.CloseIdleConnections()
 	return nil
-}
-
-// resourceSpans groups spans by resource and scope, in OTLP's form.
-func resourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	type scopeKey struct {
-		res   attribute.Distinct
-		scope instrumentation.Scope
-	}
-	var out []*tracepb.ResourceSpans
-	byRes := map[attribute.Distinct]*tracepb.ResourceSpans{}
-	byScope := map[scopeKey]*tracepb.ScopeSpans{}
-	for _, s := range spans {
-		res := s.Resource()
-		rk := res.Equivalent()
-		rs := byRes[rk]
-		if rs == nil {
-			rs = &tracepb.ResourceSpans{Resource: resourceOf(res), SchemaUrl: res.SchemaURL()}
-			byRes[rk] = rs
-			out = append(out, rs)
-		}
-		sk := scopeKey{rk, scopeIdentity(s.InstrumentationScope())}
-		ss := byScope[sk]
-		if ss == nil {
-			sc := s.InstrumentationScope()
-			ss = &tracepb.ScopeSpans{Scope: scopeOf(sc), SchemaUrl: sc.SchemaURL}
-			byScope[sk] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
-		}
-		ss.Spans = append(ss.Spans, spanOf(s))
-	}
-	return out
 }
 
 // scopeIdentity is a scope without its attribute set, which is not
@@ -94,54 +68,6 @@ func resourceOf(r *resource.Resource) *resourcepb.Resource {
 
 func scopeOf(s instrumentation.Scope) *commonpb.InstrumentationScope {
 	return &commonpb.InstrumentationScope{Name: s.Name, Version: s.Version, Attributes: keyValues(s.Attributes.ToSlice())}
-}
-
-func spanOf(s sdktrace.ReadOnlySpan) *tracepb.Span {
-	sc := s.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
-	flags := uint32(sc.TraceFlags()) | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
-	p := &tracepb.Span{
-		TraceId:                tid[:],
-		SpanId:                 sid[:],
-		TraceState:             sc.TraceState().String(),
-		Name:                   s.Name(),
-		Kind:                   tracepb.Span_SpanKind(s.SpanKind()),
-		StartTimeUnixNano:      uint64(s.StartTime().UnixNano()),
-		EndTimeUnixNano:        uint64(s.EndTime().UnixNano()),
-		Attributes:             keyValues(s.Attributes()),
-		DroppedAttributesCount: uint32(s.DroppedAttributes()),
-		DroppedEventsCount:     uint32(s.DroppedEvents()),
-		DroppedLinksCount:      uint32(s.DroppedLinks()),
-	}
-	if parent := s.Parent(); parent.IsValid() {
-		psid := parent.SpanID()
-		p.ParentSpanId = psid[:]
-		if parent.IsRemote() {
-			flags |= uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
-		}
-	}
-	p.Flags = flags
-	switch st := s.Status(); st.Code {
-	case codes.Error:
-		p.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: st.Description}
-	case codes.Ok:
-		p.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_OK}
-	}
-	for _, ev := range s.Events() {
-		p.Events = append(p.Events, &tracepb.Span_Event{
-			TimeUnixNano: uint64(ev.Time.UnixNano()), Name: ev.Name,
-			Attributes: keyValues(ev.Attributes), DroppedAttributesCount: uint32(ev.DroppedAttributeCount),
-		})
-	}
-	for _, l := range s.Links() {
-		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		p.Links = append(p.Links, &tracepb.Span_Link{
-			TraceId: ltid[:], SpanId: lsid[:], TraceState: l.SpanContext.TraceState().String(),
-			Attributes: keyValues(l.Attributes), DroppedAttributesCount: uint32(l.DroppedAttributeCount),
-			Flags: uint32(l.SpanContext.TraceFlags()),
-		})
-	}
-	return p
 }
 
 func keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
