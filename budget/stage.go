@@ -134,6 +134,24 @@ func (r *Reservation) limits(own plan.Budget, t Usage) plan.Budget {
 // pass one by no more than what they use beyond their estimates. Settle
 // the reservation with the stage accountant's Usage when the stage ends.
 func (r *Reservation) Stage(own plan.Budget, opts ...Option) *Accountant {
+	return r.Allowance(own).Accountant(opts...)
+}
+
+// Allowance is what a stage may use, as a value that crosses a process
+// boundary: a stage run elsewhere (a best-of-N candidate as a Temporal
+// child workflow) runs under Allowance.Accountant, and its holder settles
+// the reservation with that accountant's Usage.
+type Allowance struct {
+	// Limits are the stage's limits (Reservation.Limits).
+	Limits plan.Budget `json:"limits"`
+	// Floor is what the stage's accountant counts as used from the start
+	// and never reports: 1 for a limit with nothing left (see Stage).
+	Floor Usage `json:"floor"`
+}
+
+// Allowance is the allowance of a stage whose own budget is own, as Stage
+// gives it now.
+func (r *Reservation) Allowance(own plan.Budget) Allowance {
 	a := r.a
 	a.mu.Lock()
 	t := r.othersHold()
@@ -155,8 +173,13 @@ func (r *Reservation) Stage(own plan.Budget, opts ...Option) *Accountant {
 	empty(b.MaxPromptTokens, t.PromptTokens, &floor.PromptTokens)
 	empty(b.MaxCompletionTokens, t.CompletionTokens, &floor.CompletionTokens)
 	empty(b.MaxTotalTokens, t.TotalTokens, &floor.TotalTokens)
-	s := New(lim, opts...)
-	s.floor, s.used = floor, floor
+	return Allowance{Limits: lim, Floor: floor}
+}
+
+// Accountant is a new accountant for the allowance; its timeout starts now.
+func (al Allowance) Accountant(opts ...Option) *Accountant {
+	s := New(al.Limits, opts...)
+	s.floor, s.used = al.Floor, al.Floor
 	return s
 }
 

@@ -67,15 +67,6 @@ func TestTemporalBinaryMissing(t *testing.T) {
 	}
 }
 
-// --best-of does not run on Temporal yet: refused before anything starts.
-func TestTemporalRefusesBestOf(t *testing.T) {
-	bin, env := lonelySymbi(t)
-	r := runLonely(t, bin, env, "run", "--temporal=127.0.0.1:1", "--best-of", "answer", "best_of_n.hcl", "hi")
-	if r.code != 2 || !strings.Contains(r.stderr, "--best-of does not run on Temporal yet") {
-		t.Errorf("want exit 2 refusing --best-of on Temporal\n%s", r)
-	}
-}
-
 // settingsConfig is the quickstart agent with a temporal block in its
 // settings.
 func settingsConfig(t *testing.T) string {

@@ -108,7 +108,11 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	counted := aggregate
 	counted.Timeout = 0
 	parentRO := ro
-	parentRO.Budget = budget.New(counted)
+	if e.opts.Runtime != nil {
+		parentRO.Budget = budget.New(counted, budget.WithClock(e.opts.Now))
+	} else {
+		parentRO.Budget = budget.New(counted)
+	}
 	r, err := e.newRun(ctx, bon.Agent, input, parentRO)
 	if err != nil {
 		return nil, err
@@ -121,7 +125,7 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 	runCtx, stopRun := context.WithCancel(r.traced(ctx))
 	defer stopRun()
 	opened := make(chan error, 1)
-	go func() {
+	open := func() {
 		err := r.open(false)
 		if err == nil {
 			limits := journal.BudgetInfo(policy.BudgetLimits(aggregate))
@@ -145,7 +149,14 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 			stopRun()
 		}
 		opened <- err
-	}()
+	}
+	if e.opts.Runtime != nil {
+		// A runtime's run writes no journal, and its events must come in
+		// an order a replay repeats: the started event first.
+		open()
+	} else {
+		go open()
+	}
 	var (
 		openOnce sync.Once
 		openErr  error
@@ -186,9 +197,10 @@ func (e *Engine) BestOfN(ctx context.Context, addr, input string, ro RunOptions)
 		}
 	} else {
 		b := &bestofn.Runner[RunOptions]{
-			Config: cfg,
-			Now:    e.opts.Now,
-			Vary:   func(i int) (RunOptions, map[string]any, error) { return e.varyOptions(exprs, bon, i, ro) },
+			Runtime: e.bestOfNRuntime(),
+			Config:  cfg,
+			Now:     e.opts.Now,
+			Vary:    func(i int) (RunOptions, map[string]any, error) { return e.varyOptions(exprs, bon, i, ro) },
 			Record: func(typ string, data any) {
 				if waitOpen() == nil {
 					_ = r.record(typ, data)
@@ -354,30 +366,39 @@ func (e *Engine) generateCandidate(ctx context.Context, parent *run, exprs *eval
 	if err != nil {
 		return bestofn.Generation{Stop: err, Termination: string(BudgetExceeded)}
 	}
-	acct := res.Stage(own)
-	ro.Budget = acct
 	ro.RunID = fmt.Sprintf("%s.c%d", parent.id, index)
 	if bon.SideEffects == SideEffectsIsolate && parent.agent.Loop.Mode == "plan_execute" {
 		res.Release()
 		return bestofn.Generation{Status: StatusSideEffectBlocked, Err: errors.New("plan execution is not allowed under side_effects = \"isolate\""), Termination: string(Failed)}
 	}
-	cr, err := e.newRun(ctx, parent.agent.Address, parent.input, ro)
+	conv := append([]provider.Message(nil), parent.conv...) // the task, pre-hydrated once
+	if sys, ok := bestofn.System(exprs, bon, index); ok {
+		conv = replaceSystem(conv, sys)
+	}
+	var out CandidateOutcome
+	if rt := e.opts.Runtime; rt != nil && rt.Candidate != nil {
+		// Elsewhere (a child workflow), under what the reservation allows now.
+		out, err = rt.Candidate(ctx, CandidateRun{
+			BestOfN: bon.Address, Index: index, Input: parent.input, Conversation: conv,
+			Temperature: ro.Temperature, MaxOutputTokens: ro.MaxOutputTokens,
+			Depth: ro.Depth, Ancestors: ro.Ancestors, RunID: ro.RunID,
+			Allowance: res.Allowance(own),
+		})
+	} else {
+		out, err = e.runCandidate(ctx, parent.agent.Address, bon.SideEffects, parent.input, conv, ro, res.Stage(own, e.stageClock()...))
+	}
 	if err != nil {
 		res.Release()
 		return bestofn.Generation{Status: StatusGenerationFailed, Err: err, Termination: string(Failed)}
 	}
-	cr.conv = append([]provider.Message(nil), parent.conv...) // the task, pre-hydrated once
-	if sys, ok := bestofn.System(exprs, bon, index); ok {
-		cr.conv = replaceSystem(cr.conv, sys)
-	}
-	result := cr.execute(ctx)
+	result := out.Result()
 	g = bestofn.Generation{Content: result.Answer, Usage: result.Usage, Termination: string(result.Termination.Reason), Iterations: result.Iterations}
-	if stop := res.Settle(acct.Usage()); stop != nil {
+	if stop := res.Settle(out.Stage); stop != nil {
 		g.Stop = stop
 		return g
 	}
-	if why := sideEffectBlock(cr.conv, bon.SideEffects); why != "" {
-		g.Status, g.Err = StatusSideEffectBlocked, errors.New(why)
+	if out.Blocked != "" {
+		g.Status, g.Err = StatusSideEffectBlocked, errors.New(out.Blocked)
 		return g
 	}
 	t := result.Termination
@@ -462,7 +483,7 @@ func (e *Engine) judgeCandidate(ctx context.Context, parent *run, bon *plan.Best
 	if err != nil {
 		return bestofn.Score{Stop: err}
 	}
-	acct := res.Stage(e.plan.Budget(judge.Budget))
+	acct := res.Stage(e.plan.Budget(judge.Budget), e.stageClock()...)
 	ro := RunOptions{
 		Budget:      acct,
 		NoJournal:   true,

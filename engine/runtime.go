@@ -32,6 +32,15 @@ type Runtime struct {
 	// WithTimeout returns a context that ends with cause once d has passed
 	// on the runtime's clock (the budget's timeout, a plan step's).
 	WithTimeout func(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
+	// WithCancel is context.WithCancelCause whose cancellation also ends
+	// the runtime's calls in flight under it (a best-of-N run stopping its
+	// other candidates).
+	WithCancel func(ctx context.Context) (context.Context, context.CancelCauseFunc)
+	// Candidate, when set, generates one best-of-N candidate elsewhere (a
+	// child workflow) under the allowance the run reserved for it: the
+	// runtime runs Engine.RunCandidate there and returns its outcome, which
+	// the run settles. When nil, candidates run in the run itself.
+	Candidate func(ctx context.Context, c CandidateRun) (CandidateOutcome, error)
 }
 
 // withTimeout is context.WithTimeoutCause on the runtime's clock.

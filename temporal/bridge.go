@@ -104,6 +104,17 @@ func (rt *runtime) withTimeout(ctx context.Context, d time.Duration, cause error
 	}
 }
 
+// withCancel is engine.Runtime.WithCancel: its cancellation ends both the
+// engine's context and the workflow context the calls under it block on.
+func (rt *runtime) withCancel(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	c, cancel := context.WithCancelCause(ctx)
+	wc, wcancel := workflow.WithCancel(workflowOf(ctx))
+	return withWorkflow(c, wc), func(cause error) {
+		cancel(cause)
+		wcancel()
+	}
+}
+
 // sleep is engine.Options.Sleep: a workflow timer.
 func (rt *runtime) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

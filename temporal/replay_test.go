@@ -20,16 +20,24 @@ import (
 	"github.com/symbi-dev/symbi/temporal/contract"
 )
 
-var record = flag.Bool("record", false, "run every mode on the Temporal service at SYMBI_TEMPORAL_ADDRESS and keep each history in testdata/histories")
+var (
+	record     = flag.Bool("record", false, "run every mode on the Temporal service at SYMBI_TEMPORAL_ADDRESS and keep each history in testdata/histories")
+	recordOnly = flag.String("record-only", "", "with -record, record only this case")
+)
 
 // A recorded history of every mode, with a frozen copy of the files its
 // plan references (the workflow checks their digests when it replays).
 // A change to the workflow's code that would break the runs in flight (a
 // command added, moved or removed without workflow.GetVersion) fails
 // TestReplay.
+//
+// A best-of-N case (bestOf) also keeps the history of its first
+// candidate's child workflow, candidate.json, replayed as a candidate.
 var replayCases = []struct {
 	name, src, agent, input string
 	approve                 bool
+	bestOf                  string
+	extra                   []string // files the plan runs but does not digest (a command's script)
 }{
 	{name: "simple", src: "../examples/reflect.hcl", agent: "critic", input: "Rate this: the sky is blue because of Rayleigh scattering."},
 	{name: "react", src: "../examples/quickstart.hcl", input: "What is 6 * 7?"},
@@ -37,6 +45,8 @@ var replayCases = []struct {
 	{name: "plan_execute", src: "../examples/plan_execute.hcl", input: "Is 6 * 7 equal to 100 - 58?"},
 	{name: "delegation", src: "../examples/delegation.hcl", agent: "lead", input: "Why is the sky blue, and is that answer any good?"},
 	{name: "approval", src: "testdata/ask", input: "add 1 and 1", approve: true},
+	{name: "best_of_n", src: "../examples/best_of_n.hcl", input: "What is 6 * 7? Answer with the number only.", bestOf: "best_of_n.answer"},
+	{name: "best_of_n_selector", src: "../examples/best_of_n_selector.hcl", input: "What is 6 * 7?", bestOf: "best_of_n.concise", extra: []string{"scripts/pick_shortest.sh"}},
 }
 
 func TestReplay(t *testing.T) {
@@ -47,9 +57,16 @@ func TestReplay(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "histories", c.name)
 			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions((&Workflows{BaseDir: dir}).Run, workflowOptions())
-			if err := replay(t, r, dir); err != nil {
+			wf := &Workflows{BaseDir: dir}
+			r.RegisterWorkflowWithOptions(wf.Run, workflowOptions())
+			r.RegisterWorkflowWithOptions(wf.Candidate, workflow.RegisterOptions{Name: contract.CandidateWorkflow})
+			if err := replay(t, r, dir, "history.json"); err != nil {
 				t.Fatalf("replaying the %s history: %v", c.name, err)
+			}
+			if c.bestOf != "" {
+				if err := replay(t, r, dir, "candidate.json"); err != nil {
+					t.Fatalf("replaying the %s candidate's history: %v", c.name, err)
+				}
 			}
 		})
 	}
@@ -69,7 +86,7 @@ func TestReplayCatchesAChange(t *testing.T) {
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(changed, workflowOptions())
-	if err := replay(t, r, dir); err == nil {
+	if err := replay(t, r, dir, "history.json"); err == nil {
 		t.Fatal("a changed workflow replayed the recorded history")
 	}
 }
@@ -79,10 +96,13 @@ func TestReplayCatchesAChange(t *testing.T) {
 type execution struct {
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id"`
+	// Candidate is a best-of-N run's first candidate's child workflow.
+	Candidate *execution `json:"candidate,omitempty"`
 }
 
-// replay replays dir's history.json as the execution.json beside it.
-func replay(t *testing.T, r worker.WorkflowReplayer, dir string) error {
+// replay replays dir's history (history.json, or a best-of-N run's
+// candidate.json) as the execution recorded beside it.
+func replay(t *testing.T, r worker.WorkflowReplayer, dir, history string) error {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "execution.json"))
 	if err != nil {
@@ -92,7 +112,10 @@ func replay(t *testing.T, r worker.WorkflowReplayer, dir string) error {
 	if err := json.Unmarshal(b, &x); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, "history.json"))
+	if history == "candidate.json" {
+		x = *x.Candidate
+	}
+	f, err := os.Open(filepath.Join(dir, history))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +142,9 @@ func recordHistories(t *testing.T) {
 	}
 	defer cl.Close()
 	for _, c := range replayCases {
+		if *recordOnly != "" && c.name != *recordOnly {
+			continue
+		}
 		src, _ := compile(t, c.src)
 		dir := filepath.Join("testdata", "histories", c.name)
 		if err := os.RemoveAll(dir); err != nil {
@@ -128,12 +154,16 @@ func recordHistories(t *testing.T) {
 		if st, err := os.Stat(c.src); err == nil && st.IsDir() {
 			base = c.src
 		}
+		paths := c.extra
 		for _, f := range src.Files {
-			b, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(f.Path)))
+			paths = append(paths, f.Path)
+		}
+		for _, path := range paths {
+			b, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(path)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			to := filepath.Join(dir, filepath.FromSlash(f.Path))
+			to := filepath.Join(dir, filepath.FromSlash(path))
 			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -147,10 +177,15 @@ func recordHistories(t *testing.T) {
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
-		in, err := contract.NewStart(p, c.agent, c.input)
+		agent := c.agent
+		if c.bestOf != "" {
+			agent = p.BestOfNByAddress(c.bestOf).Agent
+		}
+		in, err := contract.NewStart(p, agent, c.input)
 		if err != nil {
 			t.Fatal(err)
 		}
+		in.BestOfN = c.bestOf
 		id := "replay-" + c.name
 		tc := &Client{C: cl}
 		if err := tc.Start(ctx, id+"-"+queue, queue, in); err != nil {
@@ -180,27 +215,40 @@ func recordHistories(t *testing.T) {
 		}
 		w.Stop()
 		acts.Close()
-		h := &historypb.History{}
-		it := cl.GetWorkflowHistory(ctx, id, "", false, 0)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Events = append(h.Events, ev)
+		n := writeHistory(t, cl, id, filepath.Join(dir, "history.json"))
+		x := execution{WorkflowID: id, RunID: cl.GetWorkflow(ctx, id, "").GetRunID()}
+		if c.bestOf != "" {
+			cid := id + ".c0"
+			writeHistory(t, cl, cid, filepath.Join(dir, "candidate.json"))
+			x.Candidate = &execution{WorkflowID: cid, RunID: cl.GetWorkflow(ctx, cid, "").GetRunID()}
 		}
-		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "history.json"), append(bytes.TrimSpace(b), '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		run := cl.GetWorkflow(ctx, id, "").GetRunID()
-		xb, _ := json.MarshalIndent(execution{WorkflowID: id, RunID: run}, "", "  ")
+		xb, _ := json.MarshalIndent(x, "", "  ")
 		if err := os.WriteFile(filepath.Join(dir, "execution.json"), append(xb, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %d history events, %d iterations", c.name, len(h.Events), out.Iterations)
+		t.Logf("%s: %d history events, %d iterations", c.name, n, out.Iterations)
 	}
+}
+
+// writeHistory writes workflow id's history to path and returns how many
+// events it holds.
+func writeHistory(t *testing.T, cl client.Client, id, path string) int {
+	t.Helper()
+	h := &historypb.History{}
+	it := cl.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(bytes.TrimSpace(b), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return len(h.Events)
 }

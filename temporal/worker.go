@@ -28,6 +28,7 @@ type WorkerOptions struct {
 func Register(r worker.Registry, c client.Client, opts WorkerOptions) *Activities {
 	wf := &Workflows{BaseDir: opts.BaseDir}
 	r.RegisterWorkflowWithOptions(wf.Run, workflowOptions())
+	r.RegisterWorkflowWithOptions(wf.Candidate, workflow.RegisterOptions{Name: contract.CandidateWorkflow})
 	acts := &Activities{BaseDir: opts.BaseDir, Client: c, Models: opts.Models}
 	r.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: contract.ModelActivity})
 	r.RegisterActivityWithOptions(acts.Tool, activity.RegisterOptions{Name: contract.ToolActivity})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	enums "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -61,21 +62,72 @@ func (wf *Workflows) Run(w workflow.Context, in contract.Start) (contract.Output
 		return contract.Output{}, err
 	}
 	workflow.GetVersion(w, versionLoop, workflow.DefaultVersion, 1)
-	p, err := in.Decode()
+	e, rt, err := wf.engine(w, st, in)
+	if err != nil {
+		return contract.Output{}, err
+	}
+	defer e.Close()
+	ro := engine.RunOptions{RunID: workflow.GetInfo(w).WorkflowExecution.ID, NoJournal: true}
+	var res *engine.Result
+	if in.BestOfN != "" {
+		res, err = e.RunBestOfN(rt.ctx, in.BestOfN, in.Input, ro)
+	} else {
+		res, err = e.Run(rt.ctx, in.Agent, in.Input, ro)
+	}
 	if err != nil {
 		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
 	}
+	return contract.OutputOf(res), nil
+}
+
+// CandidateStart is the input of a best-of-N candidate's child workflow:
+// the run's plan (a worker that has not seen it builds its engine from
+// it) and the candidate as the parent reserved it.
+type CandidateStart struct {
+	Plan          []byte              `json:"plan"`
+	PlanDigest    string              `json:"plan_digest"`
+	PolicyContext map[string]any      `json:"policy_context,omitempty"`
+	Run           engine.CandidateRun `json:"run"`
+}
+
+// Candidate is the child workflow of one best-of-N candidate: the same
+// checks as Run, then the candidate's generation under its allowance,
+// returning its outcome for the parent to settle. Its events stay in its
+// own events query, as a local candidate's stay out of the run's journal.
+func (wf *Workflows) Candidate(w workflow.Context, in CandidateStart) (engine.CandidateOutcome, error) {
+	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	if err := st.handlers(w); err != nil {
+		return engine.CandidateOutcome{}, err
+	}
+	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext})
+	if err != nil {
+		return engine.CandidateOutcome{}, err
+	}
+	defer e.Close()
+	out, err := e.RunCandidate(rt.ctx, in.Run)
+	if err != nil {
+		return engine.CandidateOutcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+	}
+	return out, nil
+}
+
+// engine checks the plan of in and the worker's files, and builds the
+// engine that runs it with the workflow as its runtime.
+func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*engine.Engine, *runtime, error) {
+	p, err := in.Decode()
+	if err != nil {
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+	}
 	if err := supported(p); err != nil {
-		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
 	}
 	if err := contract.VerifyFiles(p, wf.BaseDir); err != nil {
-		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, err)
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, err)
 	}
 	if err := replayable(p, wf.BaseDir); err != nil {
-		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
 	}
 	rt := newRuntime(w)
-	info := workflow.GetInfo(w)
 	e, err := engine.New(p, engine.Options{
 		BaseDir:       wf.BaseDir,
 		StateDir:      engine.DefaultStateDir(p, wf.BaseDir),
@@ -91,17 +143,40 @@ func (wf *Workflows) Run(w workflow.Context, in contract.Start) (contract.Output
 			Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest}).execute,
 			Go:          rt.goAll,
 			WithTimeout: rt.withTimeout,
+			WithCancel:  rt.withCancel,
+			Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext}).run,
 		},
 	})
 	if err != nil {
-		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
 	}
-	defer e.Close()
-	res, err := e.Run(rt.ctx, in.Agent, in.Input, engine.RunOptions{RunID: info.WorkflowExecution.ID, NoJournal: true})
+	return e, rt, nil
+}
+
+// candidates is engine.Runtime.Candidate: each candidate a child workflow
+// on the run's task queue, id RUN.cN, so that candidates spread over the
+// workers. A cancellation (the block's deadline, a stop) reaches the child,
+// and the parent waits for it to end, so that what it used is settled.
+type candidates struct {
+	plan          []byte
+	digest        string
+	policyContext map[string]any
+}
+
+func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.CandidateOutcome, error) {
+	w := workflow.WithChildOptions(workflowOf(ctx), workflow.ChildWorkflowOptions{
+		WorkflowID:          cr.RunID,
+		WaitForCancellation: true,
+		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_TERMINATE,
+	})
+	var out engine.CandidateOutcome
+	err := workflow.ExecuteChildWorkflow(w, contract.CandidateWorkflow, CandidateStart{
+		Plan: c.plan, PlanDigest: c.digest, PolicyContext: c.policyContext, Run: cr,
+	}).Get(w, &out)
 	if err != nil {
-		return contract.Output{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+		return engine.CandidateOutcome{}, fmt.Errorf("candidate %d (workflow %s): %w", cr.Index, cr.RunID, err)
 	}
-	return contract.OutputOf(res), nil
+	return out, nil
 }
 
 // supported refuses what the workflow cannot run deterministically yet:

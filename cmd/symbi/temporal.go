@@ -244,21 +244,30 @@ func (p *temporalProcess) wait() error {
 // runTemporal is `symbi run --temporal`: the plan is started as a workflow
 // and shown as a local run is, with the same summary and exit codes.
 func runTemporal(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest, f *temporalFlags, detach bool) error {
-	if req.bestOf != "" {
-		return exitWith(exitInvalid, "--best-of does not run on Temporal yet (docs/temporal.md); run it locally")
-	}
 	e, err := engine.New(p, engine.Options{BaseDir: baseDir})
 	if err != nil {
 		return exitWith(exitInvalid, "%v", err)
 	}
-	agent, err := e.AgentAddress(req.agent)
-	if err != nil {
+	var agent, bestOf string
+	if req.bestOf != "" {
+		// The block names its agent; its candidates are child workflows.
+		bestOf = req.bestOf
+		if !strings.HasPrefix(bestOf, "best_of_n.") {
+			bestOf = "best_of_n." + bestOf
+		}
+		bon := p.BestOfNByAddress(bestOf)
+		if bon == nil {
+			return exitWith(exitInvalid, "unknown best_of_n %q", req.bestOf)
+		}
+		agent = bon.Agent
+	} else if agent, err = e.AgentAddress(req.agent); err != nil {
 		return exitWith(exitInvalid, "%v", err)
 	}
 	start, err := contract.NewStart(p, agent, req.input)
 	if err != nil {
 		return exitWith(exitFailure, "%v", err)
 	}
+	start.BestOfN = bestOf
 	body, err := json.Marshal(contract.Request{Start: start, TaskQueue: f.queue, Detach: detach})
 	if err != nil {
 		return exitWith(exitFailure, "%v", err)

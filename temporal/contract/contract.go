@@ -31,6 +31,9 @@ import (
 const (
 	// Workflow is the workflow type of one run.
 	Workflow = "symbi.run"
+	// CandidateWorkflow is the child workflow type of one best-of-N
+	// candidate's generation.
+	CandidateWorkflow = "symbi.candidate"
 	// ModelActivity and ToolActivity are the activity types.
 	ModelActivity = "symbi.model"
 	ToolActivity  = "symbi.tool"
@@ -58,7 +61,10 @@ type Start struct {
 	Plan       []byte `json:"plan"`
 	PlanDigest string `json:"plan_digest"`
 	Agent      string `json:"agent"`
-	Input      string `json:"input"`
+	// BestOfN, when set, runs that best_of_n block (its address) instead
+	// of Agent: its candidates are child workflows.
+	BestOfN string `json:"best_of_n,omitempty"`
+	Input   string `json:"input"`
 	// PolicyContext is the policy input's "context" member (engine.Options).
 	PolicyContext map[string]any `json:"policy_context,omitempty"`
 }

@@ -56,6 +56,25 @@ type Runner[O any] struct {
 	// parent, after every candidate's events are recorded, and may record
 	// its own (the gate's decision, the call) through the journal directly.
 	Choose func(ctx context.Context, cs []Candidate) (Choice, error)
+	// Runtime, when set, is a durable runtime's concurrency (package
+	// engine's Runtime): the candidates run as its coroutines, the deadline
+	// and the stop are its, and events are recorded as they happen, since
+	// its coroutines take turns and a writer goroutine would record them
+	// in an order no replay could repeat. Nil runs goroutines.
+	Runtime *Runtime
+}
+
+// Runtime is what a durable runtime puts in place of goroutines and
+// context cancellation (see Runner.Runtime).
+type Runtime struct {
+	// Go runs fns at once, at most limit at a time (all when limit <= 0),
+	// and returns when every one has returned.
+	Go func(ctx context.Context, limit int, fns []func(context.Context))
+	// WithTimeout is context.WithTimeoutCause on the runtime's clock.
+	WithTimeout func(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
+	// WithCancel is context.WithCancelCause whose cancellation also ends
+	// the runtime's calls in flight under it.
+	WithCancel func(ctx context.Context) (context.Context, context.CancelCauseFunc)
 }
 
 // errDeadline is the cause of the context of a run whose timeout passed.
@@ -89,13 +108,17 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 	for i := range cs {
 		cs[i] = Candidate{Index: i, Status: Skipped}
 	}
+	withTimeout, withCancel := context.WithTimeoutCause, context.WithCancelCause
+	if rt := b.Runtime; rt != nil {
+		withTimeout, withCancel = rt.WithTimeout, rt.WithCancel
+	}
 	ctx := parent
 	var cancelTimeout context.CancelFunc = func() {}
 	if d := b.Config.Timeout.Std(); d > 0 {
-		ctx, cancelTimeout = context.WithTimeoutCause(parent, d, errDeadline)
+		ctx, cancelTimeout = withTimeout(parent, d, errDeadline)
 	}
 	defer cancelTimeout()
-	ctx, stopAll := context.WithCancelCause(ctx)
+	ctx, stopAll := withCancel(ctx)
 	defer stopAll(nil)
 
 	var (
@@ -120,24 +143,36 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 		typ  string
 		data any
 	}
-	events := make(chan event, 4*n+4)
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		for ev := range events {
-			b.Record(ev.typ, ev.data)
+	var (
+		queueMu sync.Mutex
+		record  func(typ string, data any)
+		flush   = func() {}
+	)
+	if b.Runtime != nil {
+		record = func(typ string, data any) {
+			queueMu.Lock()
+			defer queueMu.Unlock()
+			b.Record(typ, data)
 		}
-	}()
-	var queueMu sync.Mutex
-	record := func(typ string, data any) {
-		queueMu.Lock()
-		defer queueMu.Unlock()
-		events <- event{typ, data}
+	} else {
+		events := make(chan event, 4*n+4)
+		written := make(chan struct{})
+		go func() {
+			defer close(written)
+			for ev := range events {
+				b.Record(ev.typ, ev.data)
+			}
+		}()
+		record = func(typ string, data any) {
+			queueMu.Lock()
+			defer queueMu.Unlock()
+			events <- event{typ, data}
+		}
+		flush = sync.OnceFunc(func() {
+			close(events)
+			<-written
+		})
 	}
-	flush := sync.OnceFunc(func() {
-		close(events)
-		<-written
-	})
 	// interrupted is the status of a candidate whose context ended early.
 	interrupted := func() Status {
 		mu.Lock()
@@ -155,21 +190,33 @@ func (b *Runner[O]) Run(parent context.Context) Outcome {
 	// finishes one goes straight on to the next, so no slot waits for a
 	// dispatcher to wake up.
 	var next atomic.Int64
-	for range min(max(b.Config.MaxConcurrency, 1), n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				started[i] = true
-				b.runCandidate(ctx, &cs[i], record, setStop, interrupted)
+	worker := func(ctx context.Context) {
+		for ctx.Err() == nil {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
 			}
-		}()
+			started[i] = true
+			b.runCandidate(ctx, &cs[i], record, setStop, interrupted)
+		}
 	}
-	wg.Wait()
+	workers := min(max(b.Config.MaxConcurrency, 1), n)
+	if rt := b.Runtime; rt != nil {
+		fns := make([]func(context.Context), workers)
+		for i := range fns {
+			fns[i] = worker
+		}
+		rt.Go(ctx, 0, fns)
+	} else {
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				worker(ctx)
+			}()
+		}
+		wg.Wait()
+	}
 	defer flush()
 
 	out := Outcome{Candidates: cs, Selected: -1}

@@ -270,3 +270,56 @@ func TestRunnerVaryErrorFailsOnlyThatCandidate(t *testing.T) {
 		t.Fatalf("statuses %s, want %s", got, want)
 	}
 }
+
+// With a Runtime, the candidates run through its Go (as a durable
+// runtime's coroutines), the deadline and the stop are its, and each
+// event is recorded when it happens, on the candidate's own goroutine: a
+// replay must see them in the order they were made.
+func TestRunnerUsesItsRuntime(t *testing.T) {
+	var f fakeBon
+	var goCalls, cancels, timeouts int
+	b := f.runner(plan.BestOfN{Candidates: 3, MaxConcurrency: 2, Timeout: plan.Duration(time.Minute), Selector: plan.Selector{Kind: "highest_score"}},
+		answers("a", "b", "c"), scoreAll(1))
+	recording := false
+	record := b.Record
+	b.Record = func(typ string, data any) {
+		if !recording {
+			t.Errorf("%s recorded outside a candidate's or the run's own turn", typ)
+		}
+		record(typ, data)
+	}
+	b.Runtime = &Runtime{
+		// One at a time, on this goroutine, as a workflow's coroutines take turns.
+		Go: func(ctx context.Context, limit int, fns []func(context.Context)) {
+			goCalls++
+			recording = true
+			for _, fn := range fns {
+				fn(ctx)
+			}
+			// Recorded already, not queued for a writer.
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.events) != 3 {
+				t.Errorf("%d events recorded when the candidates returned, want 3", len(f.events))
+			}
+		},
+		WithTimeout: func(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+			timeouts++
+			return context.WithTimeoutCause(ctx, d, cause)
+		},
+		WithCancel: func(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+			cancels++
+			return context.WithCancelCause(ctx)
+		},
+	}
+	out := b.Run(context.Background())
+	if goCalls != 1 || timeouts != 1 || cancels != 1 {
+		t.Errorf("Go %d, WithTimeout %d, WithCancel %d times; want each once", goCalls, timeouts, cancels)
+	}
+	// The first worker takes every candidate in turn: nothing else runs
+	// until it returns.
+	want := "candidate_finished 0 eligible,candidate_finished 1 eligible,candidate_finished 2 eligible,candidate_selected 0"
+	if got := strings.Join(f.events, ","); got != want || out.Selected != 0 {
+		t.Errorf("events %s, selected %d; want %s", got, out.Selected, want)
+	}
+}
