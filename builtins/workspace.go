@@ -653,5 +653,14 @@ func ProtectedPaths(p *plan.Plan, baseDir string) []Protected {
 	for _, s := range p.MCPServers {
 		scripts("", s.Command)
 	}
+	// A best-of-N block's command scorer and selector are tool calls too.
+	for _, b := range p.BestOfN {
+		if c := b.Scorer.Command; c != nil {
+			scripts(c.Dir, c.Argv)
+		}
+		if c := b.Selector.Command; c != nil {
+			scripts(c.Dir, c.Argv)
+		}
+	}
 	return out
 }

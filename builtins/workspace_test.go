@@ -260,6 +260,8 @@ func TestProtectedPathsOfAPlan(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
 	os.WriteFile(filepath.Join(dir, "tools", "x.py"), []byte("print(1)\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "score.sh"), []byte("echo 1\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "pick.sh"), []byte("echo 0\n"), 0o755)
 	p := &plan.Plan{
 		Files:     []plan.FileRef{{Path: "main.hcl"}, {Path: "policies/gate.rego"}},
 		Knowledge: []plan.Knowledge{{Address: "knowledge.k", Path: ".symbi/knowledge/k.db"}},
@@ -267,6 +269,11 @@ func TestProtectedPathsOfAPlan(t *testing.T) {
 			{Address: "tool.a", Executor: plan.Executor{Kind: "command", Command: &plan.CommandExec{Argv: []plan.String{{Value: "./run.sh"}, {Value: "-c"}}}}},
 			{Address: "tool.b", Executor: plan.Executor{Kind: "command", Command: &plan.CommandExec{Dir: "tools", Argv: []plan.String{{Value: "python3"}, {Value: "x.py"}}}}},
 		},
+		BestOfN: []plan.BestOfN{{
+			Address:  "best_of_n.answer",
+			Scorer:   plan.Scorer{Kind: "command", Command: &plan.CommandExec{Argv: []plan.String{{Value: "./score.sh"}}}},
+			Selector: plan.Selector{Kind: "command", Command: &plan.CommandExec{Argv: []plan.String{{Value: "sh"}, {Value: "pick.sh"}}}},
+		}},
 	}
 	var got []string
 	for _, pp := range ProtectedPaths(p, dir) {
@@ -279,6 +286,8 @@ func TestProtectedPathsOfAPlan(t *testing.T) {
 		".symbi/knowledge/k.db a knowledge store",
 		"run.sh a program or script a tool runs",
 		"tools/x.py a program or script a tool runs",
+		"score.sh a program or script a tool runs",
+		"pick.sh a program or script a tool runs",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("ProtectedPaths:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
