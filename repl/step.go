@@ -54,8 +54,7 @@ type stepper struct {
 // observe is the engine's OnEvent. It runs on the engine's goroutine, so
 // blocking here holds the run between two phases.
 func (st *stepper) observe(ev engine.Event) {
-	switch ev.Type {
-	case engine.ContentDelta, engine.ReasoningDelta, engine.ModelFirstEvent, engine.ToolCallDelta:
+	if engine.ShownOnly(ev.Type) {
 		return // reasoning_complete carries the whole turn
 	}
 	st.pending = append(st.pending, ev)

@@ -358,7 +358,7 @@ func execute(ctx context.Context, r *Run, opts RunOptions, locks *sync.Map, rr *
 		Protected: protected(r),
 		LookupEnv: opts.LookupEnv,
 		OnEvent: func(ev engine.Event) {
-			if ev.Type != engine.ContentDelta && ev.Type != engine.ReasoningDelta {
+			if !engine.ShownOnly(ev.Type) { // run.journal is what the journal keeps
 				events = append(events, ev)
 			}
 		},
