@@ -266,6 +266,14 @@ func (f *follower) passOver(w *window, ev engine.Event) bool {
 		var d journal.DelegationStartedData
 		if json.Unmarshal(ev.Data, &d) == nil {
 			*w = window{id: d.RunID}
+			f.track(d.RunID)
+		}
+		return false
+	case journal.CandidateStarted:
+		// A candidate too short to be seen open is followed all the same.
+		var d journal.CandidateStartedData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			f.track(ev.RunID + ".c" + strconv.Itoa(d.Index))
 		}
 		return false
 	case journal.DelegationFinished:
@@ -293,14 +301,23 @@ func (f *follower) passOver(w *window, ev engine.Event) bool {
 	return false
 }
 
+// track follows child workflow id from the next drain on.
+func (f *follower) track(id string) {
+	if id == "" || f.children[id] != nil {
+		return
+	}
+	if f.children == nil {
+		f.children = map[string]*child{}
+	}
+	f.children[id] = &child{id: id}
+	f.order = append(f.order, id)
+}
+
 // followChildren shows the new events of the run's child workflows (and
 // theirs), as a local run's observer sees its candidates' and delegations'
 // events, their deltas left out as a local sub-run's are. open are the
 // run's children still open; a child no longer open is drained once more.
 func (f *follower) followChildren(ctx context.Context, open []*workflowpb.PendingChildExecutionInfo) {
-	if f.children == nil {
-		f.children = map[string]*child{}
-	}
 	still := map[string]bool{}
 	var find func(ids []string)
 	find = func(ids []string) {
@@ -309,10 +326,7 @@ func (f *follower) followChildren(ctx context.Context, open []*workflowpb.Pendin
 				continue
 			}
 			still[id] = true
-			if f.children[id] == nil {
-				f.children[id] = &child{id: id}
-				f.order = append(f.order, id)
-			}
+			f.track(id)
 			if !f.children[id].done {
 				find(f.c.openChildren(ctx, id))
 			}
@@ -328,21 +342,22 @@ func (f *follower) followChildren(ctx context.Context, open []*workflowpb.Pendin
 		if c.done {
 			continue
 		}
-		f.drainChild(ctx, c)
-		if !still[id] {
+		if f.drainChild(ctx, c) && !still[id] {
 			c.done = true // ended: drained for the last time
 		}
 	}
 }
 
-func (f *follower) drainChild(ctx context.Context, c *child) {
+// drainChild shows c's new events and reports whether it could ask for
+// them (a child not started yet cannot be asked).
+func (f *follower) drainChild(ctx context.Context, c *child) bool {
 	v, err := f.c.C.QueryWorkflow(ctx, c.id, "", contract.EventsQuery, c.next)
 	if err != nil {
-		return
+		return false
 	}
 	var evs Events
 	if v.Get(&evs) != nil {
-		return
+		return false
 	}
 	for _, ev := range evs.Events {
 		if engine.ShownOnly(ev.Type) {
@@ -355,6 +370,7 @@ func (f *follower) drainChild(ctx context.Context, c *child) {
 		f.emit(ev)
 	}
 	c.next = evs.Next
+	return true
 }
 
 // Cancel asks the run's workflow to cancel: the engine ends the run as

@@ -230,3 +230,85 @@ func TestCancelDuringDelegation(t *testing.T) {
 		t.Errorf("last event %+v", evs[len(evs)-1])
 	}
 }
+
+// An approval a best-of-N candidate asks for waits in the candidate's
+// child workflow, RUN.c0, and is decided there with the same binding
+// checks as the run's own.
+func TestApprovalInCandidate(t *testing.T) {
+	dir := files(t, map[string]string{
+		"agent.hcl": `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+tool "calculator" {
+  description = "Evaluate an arithmetic expression"
+  builtin     = "calculator"
+}
+policy "rules" {
+  rules {
+    ask = ["calculator"]
+  }
+}
+agent "a" {
+  model    = model.m
+  tools    = [tool.calculator]
+  policies = [policy.rules]
+}
+best_of_n "one" {
+  agent        = agent.a
+  candidates   = 1
+  side_effects = "allow"
+  scorer {
+    expr = 1
+  }
+}
+`,
+		"script.json": `{"turns": [
+  {"when": "add", "tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "1 + 1"}}]},
+  {"when": "^2$", "content": "It is 2."},
+  {"when": "not approved|denied", "content": "I was not allowed."}
+]}`,
+	})
+	p, base := compile(t, dir)
+	te, acts := env(t, base)
+	child := "default-test-workflow-id.c0"
+	var asked []policy.Request
+	var refused []error
+	te.RegisterDelayedCallback(func() {
+		v, err := te.QueryWorkflowByID(child, contract.PendingQuery)
+		if err != nil {
+			t.Errorf("pending query of %s: %v", child, err)
+			return
+		}
+		if err := v.Get(&asked); err != nil || len(asked) != 1 {
+			t.Errorf("pending in %s: %+v %v", child, asked, err)
+			return
+		}
+		if run, ok := RunOfRequest(asked[0].ID); !ok || run != child {
+			t.Errorf("request %q names run %q, want the candidate's workflow %s", asked[0].ID, run, child)
+		}
+		b := policy.BindingOf(asked[0])
+		gone := b
+		gone.RequestID += "0"
+		cb := func(refuse func(error)) *testsuite.TestUpdateCallback {
+			return &testsuite.TestUpdateCallback{OnAccept: func() {}, OnReject: refuse, OnComplete: func(any, error) {}}
+		}
+		if err := te.UpdateWorkflowByID(child, contract.DecideUpdate, "u1", cb(func(err error) { refused = append(refused, err) }), Decision{Binding: gone, Approved: true, By: "mallory"}); err != nil {
+			t.Error(err)
+		}
+		if err := te.UpdateWorkflowByID(child, contract.DecideUpdate, "u2", cb(func(err error) { t.Errorf("the bound decision was refused: %v", err) }), Decision{Binding: b, Approved: true, By: "alice"}); err != nil {
+			t.Error(err)
+		}
+	}, time.Minute)
+	in := start(t, acts, p, "a", "add 1 and 1")
+	in.BestOfN = "best_of_n.one"
+	te.ExecuteWorkflow(contract.Workflow, in)
+	got, _ := outcome(t, te)
+	if got.Answer != "It is 2." || got.Termination.Reason != "completed" {
+		t.Fatalf("answer %q (%+v)", got.Answer, got.Termination)
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0].Error(), ErrNoSuchRequest.Error()) {
+		t.Errorf("refusals: %v", refused)
+	}
+}
