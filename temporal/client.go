@@ -277,9 +277,8 @@ func (f *follower) passOver(w *window, ev engine.Event) bool {
 		}
 		return false
 	case journal.DelegationFinished:
-		if c := f.children[w.id]; c != nil {
-			c.done = true
-		}
+		// A delegation whose events did not come back (too many) is
+		// followed until its workflow has been drained after its end.
 		*w = window{}
 		return false
 	}

@@ -312,3 +312,66 @@ best_of_n "one" {
 		t.Errorf("refusals: %v", refused)
 	}
 }
+
+// A delegation whose events are too many to come back in its result (one
+// payload in the run's history) leaves them in its own workflow: the run
+// still gets its answer and usage.
+func TestDelegationEventsTooLargeStayInTheChild(t *testing.T) {
+	long := strings.Repeat("forty-two ", 40_000) // 400 KB, twice in reasoning_complete, once in terminated
+	dir := files(t, map[string]string{
+		"agent.hcl": `
+model "lead" {
+  provider = "scripted"
+  script   = "lead.json"
+}
+model "worker" {
+  provider = "scripted"
+  script   = "worker.json"
+}
+policy "team" {
+  rules { allow = ["delegate"] }
+}
+budget "big" {
+  max_total_tokens = 0
+}
+agent "lead" {
+  model     = model.lead
+  delegates = [agent.worker]
+  policies  = [policy.team]
+  budget    = budget.big
+}
+agent "worker" {
+  model = model.worker
+  loop { max_output_tokens = 1000000 }
+}
+`,
+		"lead.json":   `{"turns": [{"tool_calls": [{"id": "d1", "name": "delegate", "arguments": {"target": "worker", "task": "talk"}}]}, {"content": "done"}]}`,
+		"worker.json": `{"turns": [{"content": "` + long + `"}]}`,
+	})
+	p, base := compile(t, dir)
+	te, acts := env(t, base)
+	var omitted int
+	te.SetOnChildWorkflowCompletedListener(func(_ *workflow.Info, result converter.EncodedValue, _ error) {
+		var end DelegationEnd
+		if err := result.Get(&end); err != nil {
+			t.Error(err)
+		}
+		omitted = end.Omitted
+		if end.Outcome.Answer != long || len(end.Events) != 0 {
+			t.Errorf("the result carries %d events and an answer of %d bytes", len(end.Events), len(end.Outcome.Answer))
+		}
+	})
+	te.ExecuteWorkflow(contract.Workflow, start(t, acts, p, "lead", "go"))
+	got, evs := outcome(t, te)
+	if got.Answer != "done" || omitted == 0 {
+		t.Fatalf("answer %q (%+v), %d events omitted; %d events", got.Answer, got.Termination, omitted, len(evs))
+	}
+	for _, ev := range evs {
+		if ev.RunID != got.RunID {
+			t.Errorf("an event of %s in the run's timeline: %s", ev.RunID, ev.Type)
+		}
+	}
+	if i := slices.IndexFunc(evs, func(ev engine.Event) bool { return ev.Type == "delegation_finished" }); i < 0 || !strings.Contains(string(evs[i].Data), `"reason":"completed"`) {
+		t.Errorf("no completed delegation_finished")
+	}
+}

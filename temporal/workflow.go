@@ -139,7 +139,15 @@ type DelegationStart struct {
 type DelegationEnd struct {
 	Outcome engine.DelegationOutcome `json:"outcome"`
 	Events  []engine.Event           `json:"events,omitempty"`
+	// Omitted counts the events left out because together they were
+	// larger than maxDelegationEvents; they stay in the child's own events.
+	Omitted int `json:"omitted,omitempty"`
 }
+
+// maxDelegationEvents bounds the events a delegation's result carries (a
+// result is one payload in the parent's history, which Temporal refuses
+// past 2 MB): a longer delegation's events stay in its own workflow.
+const maxDelegationEvents = 512 << 10
 
 // Delegation is the child workflow of one delegation: the same checks as
 // Run, then the delegated agent's run under its share of the parent's
@@ -160,10 +168,16 @@ func (wf *Workflows) Delegation(w workflow.Context, in DelegationStart) (Delegat
 		return DelegationEnd{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
 	}
 	end := DelegationEnd{Outcome: out}
+	size := 0
 	for _, ev := range st.events {
-		if !engine.ShownOnly(ev.Type) {
-			end.Events = append(end.Events, ev)
+		if engine.ShownOnly(ev.Type) {
+			continue
 		}
+		end.Events = append(end.Events, ev)
+		size += len(ev.Data) + 256 // the event's other fields, generously
+	}
+	if size > maxDelegationEvents {
+		end.Events, end.Omitted = nil, len(end.Events)
 	}
 	return end, nil
 }
