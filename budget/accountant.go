@@ -42,6 +42,9 @@ type Accountant struct {
 	// with nothing left is 1 with 1 used (a limit of 0 would be
 	// unlimited). Usage leaves it out, and so do the errors (Reservation.Stage).
 	floor Usage
+	// base is what used starts with that the holder of a share used
+	// (Reservation.Share). Usage leaves it out; the errors keep it.
+	base Usage
 }
 
 // New returns an accountant for b; the timeout starts now. A zero field is
@@ -502,8 +505,8 @@ func (r *Reservation) Release() {
 func (a *Accountant) Usage() Usage {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	u := a.used.sub(a.floor)
-	u.Elapsed = a.elapsed()
+	u := a.used.sub(a.floor).sub(a.base)
+	u.Elapsed = a.elapsed() - a.base.Elapsed
 	return u
 }
 

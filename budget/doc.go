@@ -11,7 +11,10 @@
 // what calls already in flight consume beyond their estimate. Best-of-N
 // stages (a candidate's generation, its judging) reserve their estimate
 // from one aggregate accountant the same way (ReserveStage) and run under a
-// stage accountant it funds (Reservation.Stage), so every limit is shared. Accounting
+// stage accountant it funds (Reservation.Stage), so every limit is shared. A
+// stage that runs as part of its holder elsewhere (a delegation as a
+// Temporal child workflow) runs under a share (Reservation.Share): the
+// holder's limits, counted from where the holder stood. Accounting
 // saturates instead of overflowing; the first budget error is sticky and is
 // the one reported.
 //

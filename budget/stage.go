@@ -147,6 +147,11 @@ type Allowance struct {
 	// Floor is what the stage's accountant counts as used from the start
 	// and never reports: 1 for a limit with nothing left (see Stage).
 	Floor Usage `json:"floor"`
+	// Base is what a share's accountant (Share) counts as used from the
+	// start and leaves out of its Usage, though not out of its errors:
+	// where its holder's accountant stood, less the floor, with the time
+	// its holder had run as Elapsed.
+	Base Usage `json:"base,omitzero"`
 }
 
 // Allowance is the allowance of a stage whose own budget is own, as Stage
@@ -176,11 +181,50 @@ func (r *Reservation) Allowance(own plan.Budget) Allowance {
 	return Allowance{Limits: lim, Floor: floor}
 }
 
-// Accountant is a new accountant for the allowance; its timeout starts now.
+// Accountant is a new accountant for the allowance; its timeout starts now
+// (after Base.Elapsed, for a share).
 func (al Allowance) Accountant(opts ...Option) *Accountant {
 	s := New(al.Limits, opts...)
-	s.floor, s.used = al.Floor, al.Floor
+	s.floor, s.base = al.Floor, al.Base
+	s.used, _ = al.Floor.add(al.Base)
 	return s
+}
+
+// Share is the allowance of a stage that runs as part of this
+// reservation's holder rather than beside it: a delegation run elsewhere (a
+// Temporal child workflow), which a local run gives its own accountant to
+// share. The share's accountant has the holder's limits and starts where
+// the holder's accountant stands (what it used, what other reservations
+// hold, the time it has run), so it may use exactly what the holder has
+// left, and a limit that stops it reads as it would have read here. Its
+// Usage is what the stage used itself: settle the reservation with it
+// (SettleShare).
+func (r *Reservation) Share() Allowance {
+	a := r.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	base := r.othersHold().sub(a.floor)
+	base.Elapsed = a.elapsed()
+	return Allowance{Limits: a.b, Floor: a.floor, Base: base}
+}
+
+// SettleShare settles a share (Share) with what the stage used, and takes
+// the budget error that stopped the stage, if one did, as this
+// accountant's own unless it has one already: the share counted in this
+// accountant's terms, so the error is the one a stage sharing this
+// accountant would have left here (a limit refused before it was passed
+// leaves no usage over it for Settle to find).
+func (r *Reservation) SettleShare(actual Usage, stopped *Exceeded) error {
+	if err := r.Settle(actual); err != nil || stopped == nil {
+		return err
+	}
+	a := r.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		a.err = stopped // already without the floor: not fail
+	}
+	return a.err
 }
 
 // firstPassed returns the first limit that u passes, in the order of

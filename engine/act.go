@@ -254,13 +254,15 @@ func (r *run) childOptions(depth int) RunOptions {
 }
 
 // delegate runs the approved delegation as a sub-run of the target agent,
-// sharing this run's budget, one level deeper.
+// sharing this run's budget, one level deeper: in this run, or where the
+// runtime carries it (Runtime.Delegate), as RUN.dN.
 func (r *run) delegate(ctx context.Context, call policy.Approved) (observation, error) {
 	a := call.Action()
 	o := observation{callID: a.CallID, tool: plan.DelegateTool}
 	r.delegations++
 	sub := r.childOptions(r.ro.Depth + 1)
-	if !sub.NoJournal {
+	elsewhere := r.e.opts.Runtime != nil && r.e.opts.Runtime.Delegate != nil
+	if !sub.NoJournal || elsewhere {
 		sub.RunID = fmt.Sprintf("%s.d%d", r.id, r.delegations)
 	}
 	target := "agent." + a.Target
@@ -268,7 +270,13 @@ func (r *run) delegate(ctx context.Context, call policy.Approved) (observation, 
 		return o, err
 	}
 	start := r.e.opts.Now()
-	res, err := r.subRun(ctx, target, a.Task, sub)
+	var res *Result
+	var err error
+	if elsewhere {
+		res, err = r.delegateElsewhere(ctx, target, a.Task, sub)
+	} else {
+		res, err = r.subRun(ctx, target, a.Task, sub)
+	}
 	fin := journal.DelegationFinishedData{CallID: a.CallID, Target: target, DurationMS: r.e.opts.Now().Sub(start).Milliseconds()}
 	switch {
 	case err != nil:

@@ -41,6 +41,11 @@ type Runtime struct {
 	// runtime runs Engine.RunCandidate there and returns its outcome, which
 	// the run settles. When nil, candidates run in the run itself.
 	Candidate func(ctx context.Context, c CandidateRun) (CandidateOutcome, error)
+	// Delegate, when set, runs one delegation elsewhere (a child workflow)
+	// under the share of the run's budget the run reserved for it: the
+	// runtime runs Engine.RunDelegation there and returns its outcome,
+	// which the run settles. When nil, delegations run in the run itself.
+	Delegate func(ctx context.Context, d DelegationRun) (DelegationOutcome, error)
 }
 
 // withTimeout is context.WithTimeoutCause on the runtime's clock.

@@ -238,3 +238,110 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 		})
 	}
 }
+
+// delegating answers a lead (offered the delegate tool) with one
+// delegation to worker, then with the worker's answer; the worker answers
+// at once.
+func delegating(_ int, req fakeserver.Request) fakeserver.Reply {
+	msgs := req.Chat.Messages
+	if len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" {
+		return fakeserver.Text("The worker says ", msgs[len(msgs)-1].Content)
+	}
+	for _, t := range req.Chat.Tools {
+		if t.Function != nil && t.Function.Name == "delegate" {
+			return fakeserver.Reply{ToolCalls: []fakeserver.ToolCall{{ID: "d1", Name: "delegate", Arguments: `{"target":"worker","task":"What is 6 * 7?"}`}}}
+		}
+	}
+	return fakeserver.Text("42")
+}
+
+// BenchmarkTemporalDelegation runs a lead that delegates once on the local
+// engine and as a workflow whose delegation is a child workflow,
+// alternately, and reports the median ratio (temporal/local), the
+// Temporal run's time, and the history events of the run and of its
+// delegation's child workflow.
+func BenchmarkTemporalDelegation(b *testing.B) {
+	addr := benchService(b)
+	srv := fakeserver.New(b, fakeserver.WithHandler(delegating), fakeserver.WithoutHistory())
+	p, dir := compile(b, files(b, map[string]string{"main.hcl": fmt.Sprintf(`
+model "m" {
+  provider = "openai"
+  name     = "fake-model"
+  base_url = %q
+}
+policy "rules" {
+  rules {
+    allow = ["delegate"]
+  }
+}
+agent "lead" {
+  model     = model.m
+  delegates = [agent.worker]
+  policies  = [policy.rules]
+}
+agent "worker" {
+  model = model.m
+}
+`, srv.URL())}))
+	queue := "bench-delegation-" + time.Now().Format("150405.000000")
+	cl := benchWorker(b, addr, dir, queue)
+	e, err := engine.New(p, engine.Options{BaseDir: dir, StateDir: b.TempDir(), LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	in, err := contract.NewStart(p, "lead", "ask the worker")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const want = "The worker says 42"
+	runLocal := func() time.Duration {
+		t0 := time.Now()
+		res, err := e.Run(context.Background(), "lead", "ask the worker", engine.RunOptions{})
+		if err != nil || res.Answer != want {
+			b.Fatalf("local: %v %q", err, res.Answer)
+		}
+		return time.Since(t0)
+	}
+	n := 0
+	runTemporal := func() (time.Duration, string) {
+		n++
+		id := fmt.Sprintf("%s-%d", queue, n)
+		t0 := time.Now()
+		out := startAndWait(b, cl, id, queue, in)
+		if out.Answer != want {
+			b.Fatalf("temporal: %q %+v", out.Answer, out.Termination)
+		}
+		return time.Since(t0), id
+	}
+	runLocal()
+	runTemporal()
+	var ratios, took []float64
+	var last string
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l := runLocal()
+		t, id := runTemporal()
+		last = id
+		ratios = append(ratios, float64(t)/float64(l))
+		took = append(took, float64(t)/float64(time.Millisecond))
+	}
+	b.StopTimer()
+	slices.Sort(ratios)
+	slices.Sort(took)
+	b.ReportMetric(ratios[len(ratios)/2], "temporal/local")
+	b.ReportMetric(took[len(took)/2], "ms/temporal-run")
+	count := func(id string) float64 {
+		events := 0
+		it := cl.GetWorkflowHistory(context.Background(), id, "", false, 0)
+		for it.HasNext() {
+			if _, err := it.Next(); err != nil {
+				b.Fatal(err)
+			}
+			events++
+		}
+		return float64(events)
+	}
+	b.ReportMetric(count(last), "history-events/run")
+	b.ReportMetric(count(last+".d1"), "history-events/delegation")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -176,6 +178,30 @@ type follower struct {
 	next     int
 	last     engine.Event // the latest event shown, for the agent and iteration of a stream
 	streamed string       // text of the model call in flight already shown
+	own      window       // the run's delegation whose events are coming back
+	// children are the run's child workflows (candidates, delegations,
+	// theirs) whose events are shown as they happen, by id, in the order
+	// they were found.
+	children map[string]*child
+	order    []string
+}
+
+// child is one child workflow being followed.
+type child struct {
+	id      string
+	next    int
+	handled int  // its events (deltas left out) shown or passed over
+	done    bool // ended and drained, or its events came back in its parent's
+	win     window
+}
+
+// window is a delegation whose events are coming back in its caller's
+// events: those its own workflow already showed are passed over, the rest
+// shown, so that each is shown once.
+type window struct {
+	id      string // the delegation's workflow, "" when none is open
+	copying bool
+	skip    int
 }
 
 func (f *follower) drain(ctx context.Context, final bool) {
@@ -197,6 +223,9 @@ func (f *follower) drain(ctx context.Context, final bool) {
 					}
 				}
 				if !engine.ShownOnly(ev.Type) {
+					if f.passOver(&f.own, ev) {
+						continue
+					}
 					f.last = ev
 					f.streamed = ""
 				}
@@ -212,6 +241,7 @@ func (f *follower) drain(ctx context.Context, final bool) {
 	if err != nil {
 		return
 	}
+	f.followChildren(qctx, d.GetPendingChildren())
 	for _, pa := range d.GetPendingActivities() {
 		if pa.GetActivityType().GetName() != contract.ModelActivity || pa.GetHeartbeatDetails() == nil {
 			continue
@@ -225,6 +255,121 @@ func (f *follower) drain(ctx context.Context, final bool) {
 			f.emit(engine.Event{Time: time.Now(), RunID: f.last.RunID, Agent: f.last.Agent, Iteration: f.last.Iteration, Type: engine.ContentDelta, Delta: rest})
 		}
 	}
+}
+
+// passOver keeps the window of the delegation ev starts or ends in the
+// stream w belongs to, and reports whether ev is a delegation's event that
+// its own workflow's events already showed.
+func (f *follower) passOver(w *window, ev engine.Event) bool {
+	switch ev.Type {
+	case journal.DelegationStarted:
+		var d journal.DelegationStartedData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			*w = window{id: d.RunID}
+			f.track(d.RunID)
+		}
+		return false
+	case journal.CandidateStarted:
+		// A candidate too short to be seen open is followed all the same.
+		var d journal.CandidateStartedData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			f.track(ev.RunID + ".c" + strconv.Itoa(d.Index))
+		}
+		return false
+	case journal.DelegationFinished:
+		// A delegation whose events did not come back (too many) is
+		// followed until its workflow has been drained after its end.
+		*w = window{}
+		return false
+	}
+	if w.id == "" {
+		return false
+	}
+	if !w.copying {
+		// The delegation ended: what it showed is not shown again, and
+		// its workflow is followed no further.
+		w.copying = true
+		if c := f.children[w.id]; c != nil {
+			c.done, w.skip = true, c.handled
+		}
+	}
+	if w.skip > 0 {
+		w.skip--
+		return true
+	}
+	return false
+}
+
+// track follows child workflow id from the next drain on.
+func (f *follower) track(id string) {
+	if id == "" || f.children[id] != nil {
+		return
+	}
+	if f.children == nil {
+		f.children = map[string]*child{}
+	}
+	f.children[id] = &child{id: id}
+	f.order = append(f.order, id)
+}
+
+// followChildren shows the new events of the run's child workflows (and
+// theirs), as a local run's observer sees its candidates' and delegations'
+// events, their deltas left out as a local sub-run's are. open are the
+// run's children still open; a child no longer open is drained once more.
+func (f *follower) followChildren(ctx context.Context, open []*workflowpb.PendingChildExecutionInfo) {
+	still := map[string]bool{}
+	var find func(ids []string)
+	find = func(ids []string) {
+		for _, id := range ids {
+			if still[id] {
+				continue
+			}
+			still[id] = true
+			f.track(id)
+			if !f.children[id].done {
+				find(f.c.openChildren(ctx, id))
+			}
+		}
+	}
+	ids := make([]string, 0, len(open))
+	for _, ch := range open {
+		ids = append(ids, ch.GetWorkflowId())
+	}
+	find(ids)
+	for _, id := range f.order {
+		c := f.children[id]
+		if c.done {
+			continue
+		}
+		if f.drainChild(ctx, c) && !still[id] {
+			c.done = true // ended: drained for the last time
+		}
+	}
+}
+
+// drainChild shows c's new events and reports whether it could ask for
+// them (a child not started yet cannot be asked).
+func (f *follower) drainChild(ctx context.Context, c *child) bool {
+	v, err := f.c.C.QueryWorkflow(ctx, c.id, "", contract.EventsQuery, c.next)
+	if err != nil {
+		return false
+	}
+	var evs Events
+	if v.Get(&evs) != nil {
+		return false
+	}
+	for _, ev := range evs.Events {
+		if engine.ShownOnly(ev.Type) {
+			continue
+		}
+		c.handled++
+		if f.passOver(&c.win, ev) {
+			continue
+		}
+		f.emit(ev)
+	}
+	c.next = evs.Next
+	return true
 }
 
 // Cancel asks the run's workflow to cancel: the engine ends the run as
@@ -291,14 +436,41 @@ func (c *Client) List(ctx context.Context, limit int) ([]journal.RunSummary, err
 	}
 }
 
-// Pending returns the approval requests run id waits on.
+// Pending returns the approval requests run id waits on: its own, then
+// those of its open child workflows (its candidates, its delegations, and
+// theirs), whose ids name the child they wait in (RUN.dN~aM), so Decide
+// sends the decision there.
 func (c *Client) Pending(ctx context.Context, id string) ([]policy.Request, error) {
 	v, err := c.C.QueryWorkflow(ctx, id, "", contract.PendingQuery)
 	if err != nil {
 		return nil, err
 	}
 	var out []policy.Request
-	return out, v.Get(&out)
+	if err := v.Get(&out); err != nil {
+		return nil, err
+	}
+	for _, child := range c.openChildren(ctx, id) {
+		reqs, err := c.Pending(ctx, child)
+		if err != nil {
+			continue // a child that ended meanwhile
+		}
+		out = append(out, reqs...)
+	}
+	return out, nil
+}
+
+// openChildren are the ids of the child workflows of id still open, none
+// when id cannot be described.
+func (c *Client) openChildren(ctx context.Context, id string) []string {
+	d, err := c.C.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ch := range d.GetPendingChildren() {
+		out = append(out, ch.GetWorkflowId())
+	}
+	return out
 }
 
 // PendingAll returns the approval requests of every open run.

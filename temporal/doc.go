@@ -2,7 +2,8 @@
 // workflow per run, whose code is the engine's own ORGA loop (package
 // engine, given a Runtime), with model calls and tool calls as activities,
 // approvals as Updates bound to run, request and arguments digest, budgets
-// and breakers as workflow state, and the run's events served by a query
+// and breakers as workflow state, best-of-N candidates and delegations as
+// child workflows under what the run reserved for them, and the run's events served by a query
 // for `symbi runs show` and the live output. docs/temporal.md has the
 // diagram and the mapping.
 //

@@ -32,10 +32,13 @@ var (
 // TestReplay.
 //
 // A best-of-N case (bestOf) also keeps the history of its first
-// candidate's child workflow, candidate.json, replayed as a candidate.
+// candidate's child workflow, candidate.json, replayed as a candidate; a
+// case with delegated set that of its first delegation's, delegation.json.
+// The delegation case was recorded before delegations were child
+// workflows (versionFirst), delegation_child after (versionChildDelegations).
 var replayCases = []struct {
 	name, src, agent, input string
-	approve                 bool
+	approve, delegated      bool
 	bestOf                  string
 	extra                   []string // files the plan runs but does not digest (a command's script)
 }{
@@ -44,6 +47,7 @@ var replayCases = []struct {
 	{name: "reflect", src: "../examples/reflect.hcl", agent: "writer", input: "In one sentence: why is the sky blue?"},
 	{name: "plan_execute", src: "../examples/plan_execute.hcl", input: "Is 6 * 7 equal to 100 - 58?"},
 	{name: "delegation", src: "../examples/delegation.hcl", agent: "lead", input: "Why is the sky blue, and is that answer any good?"},
+	{name: "delegation_child", src: "../examples/delegation.hcl", agent: "lead", input: "Why is the sky blue, and is that answer any good?", delegated: true},
 	{name: "approval", src: "testdata/ask", input: "add 1 and 1", approve: true},
 	{name: "best_of_n", src: "../examples/best_of_n.hcl", input: "What is 6 * 7? Answer with the number only.", bestOf: "best_of_n.answer"},
 	{name: "best_of_n_selector", src: "../examples/best_of_n_selector.hcl", input: "What is 6 * 7?", bestOf: "best_of_n.concise", extra: []string{"scripts/pick_shortest.sh"}},
@@ -60,12 +64,18 @@ func TestReplay(t *testing.T) {
 			wf := &Workflows{BaseDir: dir}
 			r.RegisterWorkflowWithOptions(wf.Run, workflowOptions())
 			r.RegisterWorkflowWithOptions(wf.Candidate, workflow.RegisterOptions{Name: contract.CandidateWorkflow})
+			r.RegisterWorkflowWithOptions(wf.Delegation, workflow.RegisterOptions{Name: contract.DelegationWorkflow})
 			if err := replay(t, r, dir, "history.json"); err != nil {
 				t.Fatalf("replaying the %s history: %v", c.name, err)
 			}
 			if c.bestOf != "" {
 				if err := replay(t, r, dir, "candidate.json"); err != nil {
 					t.Fatalf("replaying the %s candidate's history: %v", c.name, err)
+				}
+			}
+			if c.delegated {
+				if err := replay(t, r, dir, "delegation.json"); err != nil {
+					t.Fatalf("replaying the %s delegation's history: %v", c.name, err)
 				}
 			}
 		})
@@ -96,12 +106,15 @@ func TestReplayCatchesAChange(t *testing.T) {
 type execution struct {
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id"`
-	// Candidate is a best-of-N run's first candidate's child workflow.
-	Candidate *execution `json:"candidate,omitempty"`
+	// Candidate is a best-of-N run's first candidate's child workflow;
+	// Delegation a run's first delegation's.
+	Candidate  *execution `json:"candidate,omitempty"`
+	Delegation *execution `json:"delegation,omitempty"`
 }
 
-// replay replays dir's history (history.json, or a best-of-N run's
-// candidate.json) as the execution recorded beside it.
+// replay replays dir's history (history.json, a best-of-N run's
+// candidate.json, a delegation's delegation.json) as the execution
+// recorded beside it.
 func replay(t *testing.T, r worker.WorkflowReplayer, dir, history string) error {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "execution.json"))
@@ -112,8 +125,11 @@ func replay(t *testing.T, r worker.WorkflowReplayer, dir, history string) error 
 	if err := json.Unmarshal(b, &x); err != nil {
 		t.Fatal(err)
 	}
-	if history == "candidate.json" {
+	switch history {
+	case "candidate.json":
 		x = *x.Candidate
+	case "delegation.json":
+		x = *x.Delegation
 	}
 	f, err := os.Open(filepath.Join(dir, history))
 	if err != nil {
@@ -221,6 +237,11 @@ func recordHistories(t *testing.T) {
 			cid := id + ".c0"
 			writeHistory(t, cl, cid, filepath.Join(dir, "candidate.json"))
 			x.Candidate = &execution{WorkflowID: cid, RunID: cl.GetWorkflow(ctx, cid, "").GetRunID()}
+		}
+		if c.delegated {
+			did := id + ".d1"
+			writeHistory(t, cl, did, filepath.Join(dir, "delegation.json"))
+			x.Delegation = &execution{WorkflowID: did, RunID: cl.GetWorkflow(ctx, did, "").GetRunID()}
 		}
 		xb, _ := json.MarshalIndent(x, "", "  ")
 		if err := os.WriteFile(filepath.Join(dir, "execution.json"), append(xb, '\n'), 0o644); err != nil {

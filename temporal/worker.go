@@ -29,6 +29,7 @@ func Register(r worker.Registry, c client.Client, opts WorkerOptions) *Activitie
 	wf := &Workflows{BaseDir: opts.BaseDir}
 	r.RegisterWorkflowWithOptions(wf.Run, workflowOptions())
 	r.RegisterWorkflowWithOptions(wf.Candidate, workflow.RegisterOptions{Name: contract.CandidateWorkflow})
+	r.RegisterWorkflowWithOptions(wf.Delegation, workflow.RegisterOptions{Name: contract.DelegationWorkflow})
 	acts := &Activities{BaseDir: opts.BaseDir, Client: c, Models: opts.Models}
 	r.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: contract.ModelActivity})
 	r.RegisterActivityWithOptions(acts.Tool, activity.RegisterOptions{Name: contract.ToolActivity})

@@ -33,6 +33,18 @@ const (
 // histories keep replaying the branch they were recorded with.
 const versionLoop = "symbi-loop"
 
+// The versions of versionLoop. A candidate's workflow asked for none
+// before versionChildDelegations: its histories replay as DefaultVersion.
+const (
+	// versionFirst: delegations run in the workflow of the run that
+	// makes them, as coroutines.
+	versionFirst = 1
+	// versionChildDelegations: each delegation is a child workflow,
+	// symbi.delegation, RUN.dN.
+	versionChildDelegations = 2
+	versionLatest           = versionChildDelegations
+)
+
 // Workflows holds what the workflow code needs from its worker: where the
 // plan's files are. Nothing here changes during a run.
 type Workflows struct {
@@ -61,7 +73,6 @@ func (wf *Workflows) Run(w workflow.Context, in contract.Start) (contract.Output
 	if err := st.handlers(w); err != nil {
 		return contract.Output{}, err
 	}
-	workflow.GetVersion(w, versionLoop, workflow.DefaultVersion, 1)
 	e, rt, err := wf.engine(w, st, in)
 	if err != nil {
 		return contract.Output{}, err
@@ -111,9 +122,71 @@ func (wf *Workflows) Candidate(w workflow.Context, in CandidateStart) (engine.Ca
 	return out, nil
 }
 
+// DelegationStart is the input of a delegation's child workflow: the
+// run's plan and the delegation as the parent reserved it.
+type DelegationStart struct {
+	Plan          []byte               `json:"plan"`
+	PlanDigest    string               `json:"plan_digest"`
+	PolicyContext map[string]any       `json:"policy_context,omitempty"`
+	Run           engine.DelegationRun `json:"run"`
+}
+
+// DelegationEnd is what a delegation's child workflow returns: its
+// outcome, which the parent settles, and its events without the deltas,
+// which the parent's events take in where a local run's observer sees them
+// (between delegation_started and delegation_finished), so that the run's
+// timeline is a local run's.
+type DelegationEnd struct {
+	Outcome engine.DelegationOutcome `json:"outcome"`
+	Events  []engine.Event           `json:"events,omitempty"`
+	// Omitted counts the events left out because together they were
+	// larger than maxDelegationEvents; they stay in the child's own events.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// maxDelegationEvents bounds the events a delegation's result carries (a
+// result is one payload in the parent's history, which Temporal refuses
+// past 2 MB): a longer delegation's events stay in its own workflow.
+const maxDelegationEvents = 512 << 10
+
+// Delegation is the child workflow of one delegation: the same checks as
+// Run, then the delegated agent's run under its share of the parent's
+// budget. Its events are its own events query's too (`symbi runs show
+// --temporal RUN.dN`), and an approval it asks for waits in it.
+func (wf *Workflows) Delegation(w workflow.Context, in DelegationStart) (DelegationEnd, error) {
+	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	if err := st.handlers(w); err != nil {
+		return DelegationEnd{}, err
+	}
+	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext})
+	if err != nil {
+		return DelegationEnd{}, err
+	}
+	defer e.Close()
+	out, err := e.RunDelegation(rt.ctx, in.Run)
+	if err != nil {
+		return DelegationEnd{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
+	}
+	end := DelegationEnd{Outcome: out}
+	size := 0
+	for _, ev := range st.events {
+		if engine.ShownOnly(ev.Type) {
+			continue
+		}
+		end.Events = append(end.Events, ev)
+		size += len(ev.Data) + 256 // the event's other fields, generously
+	}
+	if size > maxDelegationEvents {
+		end.Events, end.Omitted = nil, len(end.Events)
+	}
+	return end, nil
+}
+
 // engine checks the plan of in and the worker's files, and builds the
 // engine that runs it with the workflow as its runtime.
 func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*engine.Engine, *runtime, error) {
+	// First, before any command: the versions say which commands follow.
+	version := workflow.GetVersion(w, versionLoop, workflow.DefaultVersion, versionLatest)
 	p, err := in.Decode()
 	if err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
@@ -128,6 +201,16 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
 	}
 	rt := newRuntime(w)
+	ert := &engine.Runtime{
+		Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest}).execute,
+		Go:          rt.goAll,
+		WithTimeout: rt.withTimeout,
+		WithCancel:  rt.withCancel,
+		Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext}).run,
+	}
+	if version >= versionChildDelegations {
+		ert.Delegate = (&delegations{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext, st: st}).run
+	}
 	e, err := engine.New(p, engine.Options{
 		BaseDir:       wf.BaseDir,
 		StateDir:      engine.DefaultStateDir(p, wf.BaseDir),
@@ -139,13 +222,7 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 		Now:           func() time.Time { return workflow.Now(w) },
 		Rand:          seeded(w),
 		Sleep:         rt.sleep,
-		Runtime: &engine.Runtime{
-			Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest}).execute,
-			Go:          rt.goAll,
-			WithTimeout: rt.withTimeout,
-			WithCancel:  rt.withCancel,
-			Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext}).run,
-		},
+		Runtime:       ert,
 	})
 	if err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrCannotStart, nil)
@@ -177,6 +254,37 @@ func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.Ca
 		return engine.CandidateOutcome{}, fmt.Errorf("candidate %d (workflow %s): %w", cr.Index, cr.RunID, err)
 	}
 	return out, nil
+}
+
+// delegations is engine.Runtime.Delegate: each delegation a child workflow
+// on the run's task queue, id RUN.dN, so that delegated agents spread over
+// the workers. A cancellation of the run reaches the child, and the parent
+// waits for it to end, so that what it used is settled; its events join
+// the parent's at its end.
+type delegations struct {
+	plan          []byte
+	digest        string
+	policyContext map[string]any
+	st            *state
+}
+
+func (d *delegations) run(ctx context.Context, dr engine.DelegationRun) (engine.DelegationOutcome, error) {
+	w := workflow.WithChildOptions(workflowOf(ctx), workflow.ChildWorkflowOptions{
+		WorkflowID:          dr.RunID,
+		WaitForCancellation: true,
+		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_TERMINATE,
+	})
+	var end DelegationEnd
+	err := workflow.ExecuteChildWorkflow(w, contract.DelegationWorkflow, DelegationStart{
+		Plan: d.plan, PlanDigest: d.digest, PolicyContext: d.policyContext, Run: dr,
+	}).Get(w, &end)
+	if err != nil {
+		return engine.DelegationOutcome{}, fmt.Errorf("workflow %s: %w", dr.RunID, err)
+	}
+	for _, ev := range end.Events {
+		d.st.record(ev)
+	}
+	return end.Outcome, nil
 }
 
 // supported refuses what the workflow cannot run deterministically yet:

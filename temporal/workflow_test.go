@@ -145,14 +145,15 @@ func timeline(t testing.TB, evs []engine.Event) []string {
 	return out
 }
 
-// stripTimes removes what differs between any two runs: durations, clocks
-// and the base directory.
+// stripTimes removes what differs between any two runs: durations, clocks,
+// the base directory and the run ids of sub-runs (a local run without a
+// journal names none; a workflow's are its child workflows').
 func stripTimes(v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
 			switch k {
-			case "duration_ms", "elapsed_ms", "base_dir", "at", "created", "expires", "elapsed_ns", "first_event_ms", "after_ms":
+			case "duration_ms", "elapsed_ms", "base_dir", "at", "created", "expires", "elapsed_ns", "first_event_ms", "after_ms", "run_id":
 				delete(v, k)
 			default:
 				stripTimes(x)

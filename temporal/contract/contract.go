@@ -34,6 +34,8 @@ const (
 	// CandidateWorkflow is the child workflow type of one best-of-N
 	// candidate's generation.
 	CandidateWorkflow = "symbi.candidate"
+	// DelegationWorkflow is the child workflow type of one delegation.
+	DelegationWorkflow = "symbi.delegation"
 	// ModelActivity and ToolActivity are the activity types.
 	ModelActivity = "symbi.model"
 	ToolActivity  = "symbi.tool"
