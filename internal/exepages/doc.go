@@ -19,10 +19,15 @@
 // turn off fault-around (measured on Linux 6.18: the same faults and the
 // same resident size), so the pages are dropped after init instead.
 //
-// Only code is dropped, never data: a loader writes relocations into a
-// position-independent executable's read-only data before it makes it
-// read-only, and dropping a private page that was written loses the write;
-// dropping the read-only data too lowers no peak. Under a debugger
+// Read-only data (type descriptors, the function tables, constants) is
+// dropped too when the executable is not position-independent and has no
+// RELRO segment (dataIsPristine reads its ELF header: Go's default build on
+// linux/amd64), so no loader wrote into it; otherwise it stays, since a
+// loader writes relocations into a position-independent executable's
+// read-only data before it makes it read-only, and dropping a private page
+// that was written loses the write. Writable data is never dropped.
+// Dropping the read-only data lowers a long run's peak by about 0.8 MiB for
+// about 100 more faults (docs/benchmarks.md, "Phase 4"). Under a debugger
 // (TracerPid in /proc/self/status) Trim does nothing, since a breakpoint is
 // a private copy of a code page that dropping would discard.
 //

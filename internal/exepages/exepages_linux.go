@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 
 	"golang.org/x/sys/unix"
 )
 
-// Trim drops the executable's code from the process's page tables, so
-// that only the code run from now on is resident. It reports how many
+// Trim drops the executable's code from the process's page tables, and
+// its read-only data when no loader wrote into it (dataIsPristine), so
+// that only the code and data used from now on are resident. It reports how many
 // bytes of mappings it advised; 0 and no error when it chose not to (a
 // debugger is attached).
 func Trim() (int, error) {
@@ -24,7 +26,7 @@ func Trim() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ranges, err := executableRanges(maps, reflect.ValueOf(Trim).Pointer())
+	ranges, err := executableRanges(maps, reflect.ValueOf(Trim).Pointer(), pristine())
 	if err != nil {
 		return 0, err
 	}
@@ -38,6 +40,19 @@ func Trim() (int, error) {
 		n += int(r.end - r.start)
 	}
 	return n, errors.Join(errs...)
+}
+
+// pristine reports whether the executable's read-only data may be dropped
+// too (dataIsPristine), from the start of /proc/self/exe.
+func pristine() bool {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 4096) // a Go executable's program headers follow its ELF header
+	n, _ := io.ReadFull(f, b)
+	return dataIsPristine(b[:n])
 }
 
 // traced reports whether a debugger or tracer is attached.

@@ -16,7 +16,7 @@ func residentKB(t *testing.T) uint64 {
 	if err != nil {
 		t.Skipf("no smaps: %v", err)
 	}
-	ranges, err := executableRanges(b, reflect.ValueOf(residentKB).Pointer())
+	ranges, err := executableRanges(b, reflect.ValueOf(residentKB).Pointer(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestTrimDropsTheExecutablesPages(t *testing.T) {
 	if err != nil {
 		t.Skipf("no smaps: %v", err)
 	}
-	ranges, err := executableRanges(b, reflect.ValueOf(residentKB).Pointer())
+	ranges, err := executableRanges(b, reflect.ValueOf(residentKB).Pointer(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,8 +97,9 @@ func parseSmaps(smaps []byte) ([]mapping, error) {
 // executableRanges returns, of the mappings in smaps (or maps), the
 // executable's code: the read-only, executable, private mappings of the
 // file that maps pc (an address in that code), whatever its path is now
-// (moved, deleted), never written as far as smaps tells.
-func executableRanges(smaps []byte, pc uintptr) ([]mapping, error) {
+// (moved, deleted), never written as far as smaps tells; with data, its
+// read-only data mappings as well.
+func executableRanges(smaps []byte, pc uintptr, data bool) ([]mapping, error) {
 	all, err := parseSmaps(smaps)
 	if err != nil {
 		return nil, err
@@ -114,12 +115,12 @@ func executableRanges(smaps []byte, pc uintptr) ([]mapping, error) {
 	}
 	var out []mapping
 	for _, m := range all {
-		// Only code: a loader writes relocations into a position-independent
-		// executable's read-only data before it makes it read-only, and
-		// dropping a private page that was written would lose the write.
-		// Dropping the read-only data too lowers no peak (measured: the
-		// peak is init's), and telling written pages apart needs smaps.
-		if m.dev == exe.dev && m.inode == exe.inode && m.perms == "r-xp" && m.anonymous == 0 {
+		// Read-only data only when the caller knows no loader wrote into
+		// it (dataIsPristine): a loader writes relocations into a
+		// position-independent executable's read-only data before it makes
+		// it read-only, and dropping a private page that was written would
+		// lose the write.
+		if m.dev == exe.dev && m.inode == exe.inode && (m.perms == "r-xp" || data && m.perms == "r--p") && m.anonymous == 0 {
 			out = append(out, m)
 		}
 	}

@@ -37,13 +37,16 @@ func TestExecutableRanges(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pc   uintptr
+		data bool
 		want string
 	}{
-		{"the executable's code, not its data nor written code", 0x555555560000, "555555554000-555555600000 r-xp"},
-		{"the code of a library maps another file", 0x7ffff7a10000, "7ffff7a00000-7ffff7b00000 r-xp"},
+		{"the executable's code, not its data nor written code", 0x555555560000, false, "555555554000-555555600000 r-xp"},
+		{"with data, its read-only data too, never a written page", 0x555555560000, true, "555555554000-555555600000 r-xp, 555555700000-555555800000 r--p"},
+		{"the code of a library maps another file", 0x7ffff7a10000, false, "7ffff7a00000-7ffff7b00000 r-xp"},
+		{"and its read-only data", 0x7ffff7a10000, true, "7ffff7a00000-7ffff7b00000 r-xp, 7ffff7b00000-7ffff7c00000 r--p"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := executableRanges([]byte(sampleSmaps), tc.pc)
+			got, err := executableRanges([]byte(sampleSmaps), tc.pc, tc.data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +79,7 @@ func TestExecutableRangesErrors(t *testing.T) {
 		{"anonymous without unit", "555555554000-555555600000 r-xp 00000000 fe:00 1147 /x\nAnonymous: 4\n", 0x555555560000, "want \"Anonymous: N kB\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := executableRanges([]byte(tc.smaps), tc.pc)
+			_, err := executableRanges([]byte(tc.smaps), tc.pc, false)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
