@@ -181,7 +181,7 @@ func recordHistories(t *testing.T) {
 		if c.bestOf != "" {
 			agent = p.BestOfNByAddress(c.bestOf).Agent
 		}
-		in, err := contract.NewStart(p, agent, c.input)
+		in, err := contract.NewStart(p, dir, agent, c.input)
 		if err != nil {
 			t.Fatal(err)
 		}

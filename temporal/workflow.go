@@ -46,6 +46,7 @@ type Workflows struct {
 // DecideUpdate delivered.
 type state struct {
 	plan    []byte
+	scripts []plan.FileRef
 	events  []engine.Event
 	seq     int64
 	pending map[string]policy.Request
@@ -57,7 +58,7 @@ type state struct {
 // Run is the workflow of one run: it checks the plan and the worker's
 // files, then runs the engine's loop with the workflow as its runtime.
 func (wf *Workflows) Run(w workflow.Context, in contract.Start) (contract.Output, error) {
-	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	st := &state{plan: in.Plan, scripts: in.Scripts, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
 	if err := st.handlers(w); err != nil {
 		return contract.Output{}, err
 	}
@@ -88,6 +89,9 @@ type CandidateStart struct {
 	PlanDigest    string              `json:"plan_digest"`
 	PolicyContext map[string]any      `json:"policy_context,omitempty"`
 	Run           engine.CandidateRun `json:"run"`
+	// Scripts and ScriptsDigest are the run's (contract.Start).
+	Scripts       []plan.FileRef `json:"scripts,omitempty"`
+	ScriptsDigest string         `json:"scripts_digest,omitempty"`
 }
 
 // Candidate is the child workflow of one best-of-N candidate: the same
@@ -95,11 +99,11 @@ type CandidateStart struct {
 // returning its outcome for the parent to settle. Its events stay in its
 // own events query, as a local candidate's stay out of the run's journal.
 func (wf *Workflows) Candidate(w workflow.Context, in CandidateStart) (engine.CandidateOutcome, error) {
-	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	st := &state{plan: in.Plan, scripts: in.Scripts, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
 	if err := st.handlers(w); err != nil {
 		return engine.CandidateOutcome{}, err
 	}
-	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext})
+	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext, Scripts: in.Scripts, ScriptsDigest: in.ScriptsDigest})
 	if err != nil {
 		return engine.CandidateOutcome{}, err
 	}
@@ -121,7 +125,7 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 	if err := supported(p); err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
 	}
-	if err := contract.VerifyFiles(p, wf.BaseDir); err != nil {
+	if err := in.Verify(p, wf.BaseDir); err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, err)
 	}
 	if err := replayable(p, wf.BaseDir); err != nil {
@@ -134,17 +138,17 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 		LookupEnv:     func(string) (string, bool) { return "", false },
 		OnEvent:       st.record,
 		Approver:      &approver{st: st, rt: rt},
-		Models:        activityModels(p, rt, in.PlanDigest),
+		Models:        activityModels(p, rt, in.PlanDigest, in.ScriptsDigest),
 		PolicyContext: in.PolicyContext,
 		Now:           func() time.Time { return workflow.Now(w) },
 		Rand:          seeded(w),
 		Sleep:         rt.sleep,
 		Runtime: &engine.Runtime{
-			Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest}).execute,
+			Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest, scripts: in.ScriptsDigest}).execute,
 			Go:          rt.goAll,
 			WithTimeout: rt.withTimeout,
 			WithCancel:  rt.withCancel,
-			Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext}).run,
+			Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext, scripts: in.Scripts, scriptsDigest: in.ScriptsDigest}).run,
 		},
 	})
 	if err != nil {
@@ -161,6 +165,8 @@ type candidates struct {
 	plan          []byte
 	digest        string
 	policyContext map[string]any
+	scripts       []plan.FileRef
+	scriptsDigest string
 }
 
 func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.CandidateOutcome, error) {
@@ -172,6 +178,7 @@ func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.Ca
 	var out engine.CandidateOutcome
 	err := workflow.ExecuteChildWorkflow(w, contract.CandidateWorkflow, CandidateStart{
 		Plan: c.plan, PlanDigest: c.digest, PolicyContext: c.policyContext, Run: cr,
+		Scripts: c.scripts, ScriptsDigest: c.scriptsDigest,
 	}).Get(w, &out)
 	if err != nil {
 		return engine.CandidateOutcome{}, fmt.Errorf("candidate %d (workflow %s): %w", cr.Index, cr.RunID, err)
@@ -251,6 +258,9 @@ func (st *state) handlers(w workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(w, contract.PlanQuery, func() ([]byte, error) { return st.plan, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(w, contract.ScriptsQuery, func() ([]plan.FileRef, error) { return st.scripts, nil }); err != nil {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(w, contract.DecideUpdate,
