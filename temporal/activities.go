@@ -418,3 +418,86 @@ func (a *Activities) Prepare(in contract.Start) error {
 	_, err := a.prepare(in)
 	return err
 }
+
+// ServersCall is the servers activity's input: the agent whose toolbox's
+// MCP servers to list, of which plan.
+type ServersCall struct {
+	PlanDigest    string `json:"plan_digest"`
+	ScriptsDigest string `json:"scripts_digest,omitempty"`
+	Agent         string `json:"agent"`
+}
+
+// ErrDrift is the servers activity's error type when the lock check
+// refused a server (on_drift = "refuse"): not retried, the run does not
+// start, as a local one does not.
+const ErrDrift = "drift"
+
+// Servers is the servers activity: this worker's engine of the plan
+// connects the agent's MCP servers (once: they stay up for the plan's later
+// activities on this worker, and stop when the worker does), checks them
+// against the lock as a local run does, and lists them. The listing is the
+// activity's result, so it is in the history and the workflow's toolbox is
+// the same on every replay.
+func (a *Activities) Servers(ctx context.Context, in ServersCall) ([]builtins.ServerListing, error) {
+	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	if err != nil {
+		return nil, err
+	}
+	stop := heartbeats(ctx, func() { activity.RecordHeartbeat(ctx) })
+	defer stop()
+	ls, err := e.ServerListings(ctx, in.Agent)
+	if err != nil {
+		if errors.Is(err, builtins.ErrDrift) {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrDrift, nil)
+		}
+		return nil, err
+	}
+	return ls, nil
+}
+
+// serverLister is engine.Runtime.ListServers: the servers activity, on any
+// worker.
+type serverLister struct {
+	rt      *runtime
+	plan    *plan.Plan
+	digest  string
+	scripts string
+}
+
+func (l *serverLister) list(ctx context.Context, agent string) ([]builtins.ServerListing, error) {
+	// Time to start and list every server the agent's toolbox may connect,
+	// one after the other, and a margin.
+	var total time.Duration
+	for i := range l.plan.MCPServers {
+		t := l.plan.MCPServers[i].Timeout.Std()
+		if t <= 0 {
+			t = plan.DefaultMCPServerTimeout.Std()
+		}
+		total += t
+	}
+	w := workflow.WithActivityOptions(workflowOf(ctx), workflow.ActivityOptions{
+		StartToCloseTimeout: total + 30*time.Second,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{ErrFileMismatch, ErrDrift},
+		},
+	})
+	var out []builtins.ServerListing
+	err := workflow.ExecuteActivity(w, contract.ServersActivity, ServersCall{PlanDigest: l.digest, ScriptsDigest: l.scripts, Agent: agent}).Get(w, &out)
+	l.rt.sync()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) {
+			return nil, errors.New(ae.Message())
+		}
+		return nil, err
+	}
+	return out, nil
+}

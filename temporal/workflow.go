@@ -148,6 +148,7 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 			Go:          rt.goAll,
 			WithTimeout: rt.withTimeout,
 			WithCancel:  rt.withCancel,
+			ListServers: (&serverLister{rt: rt, plan: p, digest: in.PlanDigest, scripts: in.ScriptsDigest}).list,
 			Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext, scripts: in.Scripts, scriptsDigest: in.ScriptsDigest}).run,
 		},
 	})
@@ -187,13 +188,10 @@ func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.Ca
 }
 
 // supported refuses what the workflow cannot run deterministically yet:
-// MCP servers (their tool lists come from processes the workflow would
-// start) and knowledge stores (a file the workflow would read and write).
+// knowledge stores (a file the workflow would read and write). MCP
+// servers run on the workers (serverLister).
 func supported(p *plan.Plan) error {
 	var out []error
-	if len(p.MCPServers) > 0 {
-		out = append(out, fmt.Errorf("mcp_server blocks (%s) do not run on Temporal yet: their tool lists come from processes a workflow cannot start", p.MCPServers[0].Address))
-	}
 	if len(p.Knowledge) > 0 {
 		out = append(out, fmt.Errorf("knowledge stores (%s) do not run on Temporal yet: a workflow cannot read and write a local store", p.Knowledge[0].Address))
 	}

@@ -39,6 +39,10 @@ const (
 	// ModelActivity and ToolActivity are the activity types.
 	ModelActivity = "symbi.model"
 	ToolActivity  = "symbi.tool"
+	// ServersActivity connects an agent's MCP servers on a worker and
+	// lists their tools (and the lock check's findings), for the
+	// workflow's toolbox.
+	ServersActivity = "symbi.servers"
 	// EventsQuery returns the run's events from an index on (Events);
 	// PendingQuery its approval requests waiting for a person; PlanQuery
 	// the canonical plan (a worker that has not seen the run asks for it);
