@@ -175,3 +175,37 @@ func TestVerifyScripts(t *testing.T) {
 		t.Fatalf("forged scripts: %v", err)
 	}
 }
+
+// BenchmarkVerify measures what a worker pays to check a run's files
+// before it runs anything, on examples/security.hcl (its files and the
+// script its command tool runs): the plan's files alone (the check before
+// scripts were listed), and with the scripts (ScriptFiles on the worker's
+// side too). scripts/bench.sh reports the ratio.
+func BenchmarkVerify(b *testing.B) {
+	cfg, diags := interp.Compile(filepath.Join("..", "..", "examples", "security.hcl"), interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	p, base := cfg.Plan, cfg.BaseDir
+	s, err := NewStart(p, base, "agent.ops", "x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(s.Scripts) == 0 {
+		b.Fatal("security.hcl's start lists no script")
+	}
+	b.Run("files", func(b *testing.B) {
+		for b.Loop() {
+			if err := VerifyFiles(p, base); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("files+scripts", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.Verify(p, base); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
