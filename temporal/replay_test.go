@@ -47,6 +47,7 @@ var replayCases = []struct {
 	{name: "approval", src: "testdata/ask", input: "add 1 and 1", approve: true},
 	{name: "best_of_n", src: "../examples/best_of_n.hcl", input: "What is 6 * 7? Answer with the number only.", bestOf: "best_of_n.answer"},
 	{name: "best_of_n_selector", src: "../examples/best_of_n_selector.hcl", input: "What is 6 * 7?", bestOf: "best_of_n.concise", extra: []string{"scripts/pick_shortest.sh"}},
+	{name: "mcp", src: "testdata/mcp", input: "look"},
 }
 
 func TestReplay(t *testing.T) {
