@@ -433,3 +433,31 @@ func TestTemporalMCPServers(t *testing.T) {
 	}
 	assertNoProcess(t, marker)
 }
+
+// A server that changes its tools mid-run (notifications/tools/list_changed)
+// on a worker: the workflow keeps offering the tools it listed, but the
+// worker checks the new list against the lock before its next call of that
+// server, and refuses to run the tool whose definition drifted (on_drift =
+// "refuse"): the call fails as a tool's failure, naming the drift, and the
+// changed echo never runs.
+func TestTemporalLockListChanged(t *testing.T) {
+	addr := temporalService(t)
+	d := newDriftDir(t, buildDriftMCP(t, t.TempDir()), "", pinnedTools, listChangedScript)
+	if r := d.symbi(t, "lock", "."); r.code != 0 {
+		t.Fatalf("lock:\n%s", r)
+	}
+	queue := fmt.Sprintf("e2e-listchanged-%d", time.Now().UnixNano())
+	w := start(t, call{dir: d.dir, timeout: 10 * time.Minute}, "worker", "--temporal", addr, "--task-queue", queue, ".")
+	r := d.symbi(t, "run", "--temporal", addr, "--task-queue", queue, "--agent", "a", ".", "go")
+	w.cmd.Process.Signal(os.Interrupt)
+	w.wait(t)
+	if !d.ran("mutate") {
+		t.Fatalf("mutate did not run:\n%s", r)
+	}
+	if d.ran("echo") {
+		t.Errorf("echo ran with a definition the lock does not pin:\n%s", r)
+	}
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "changed its tools") || !strings.Contains(r.stdout+r.stderr, "on_drift") {
+		t.Errorf("want the run to end with echo's call refused on the worker, naming the drift:\n%s", r)
+	}
+}
