@@ -108,7 +108,7 @@ var allowed = map[string][]string{
 	// compiler; what symbi shares with it (contract) has no SDK. Its own
 	// binary links the SDK, so symbi's start-up does not pay for it.
 	"temporal/contract":  {"budget", "builtins", "engine", "journal", "plan", "policy", "seal"},
-	"temporal":           {"builtins", "engine", "journal", "plan", "policy", "provider", "seal", "temporal/contract"},
+	"temporal":           {"builtins", "engine", "journal", "knowledge", "plan", "policy", "provider", "seal", "temporal/contract"},
 	"cmd/symbi-temporal": {"engine", "journal", "policy", "temporal", "temporal/contract"},
 }
 

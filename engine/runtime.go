@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -49,6 +50,10 @@ type Runtime struct {
 	// from it (builtins.Options.ListServers). When nil, a plan with MCP
 	// servers connects them in the run itself.
 	ListServers func(ctx context.Context, agent string) ([]builtins.ServerListing, error)
+	// Knowledge, when set, is the knowledge store of address store, read
+	// where it lives (Engine.RecallKnowledge on a worker) in place of
+	// opening its file in the run.
+	Knowledge func(store string) builtins.KnowledgeStore
 }
 
 // withTimeout is context.WithTimeoutCause on the runtime's clock.
@@ -147,4 +152,15 @@ func (e *Engine) ServerListings(ctx context.Context, agent string) ([]builtins.S
 		return nil, err
 	}
 	return t.box.Listings()
+}
+
+// RecallKnowledge recalls from the knowledge store of address store
+// (knowledge.Store.Recall), opened once per engine: the recall activity on
+// a worker, whose answer the workflow injects (Runtime.Knowledge).
+func (e *Engine) RecallKnowledge(ctx context.Context, store, query string, limit int, threshold float64) ([]knowledge.Scored, error) {
+	s, err := e.knowledgeStore(store)
+	if err != nil {
+		return nil, err
+	}
+	return s.Recall(ctx, query, limit, threshold)
 }

@@ -364,14 +364,20 @@ func (e *Engine) knowledgeStore(addr string) (builtins.KnowledgeStore, error) {
 	if k == nil {
 		return nil, fmt.Errorf("%w: %s is not in the plan", ErrNoKnowledgeStore, addr)
 	}
+	if rt := e.opts.Runtime; rt != nil && rt.Knowledge != nil {
+		// The runtime reads the store where it lives (a worker's file).
+		return rt.Knowledge(addr), nil
+	}
 	path := k.Path
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(e.opts.BaseDir, path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	if !e.opts.ReadOnlyKnowledge {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
 	}
-	s, err := knowledge.Open(path)
+	s, err := knowledge.OpenWith(path, knowledge.Options{ReadOnly: e.opts.ReadOnlyKnowledge})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)
 	}

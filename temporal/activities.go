@@ -15,6 +15,7 @@ import (
 
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 	"github.com/symbi-dev/symbi/seal"
@@ -143,7 +144,9 @@ func (a *Activities) prepare(in contract.Start) (*engine.Engine, error) {
 	if err := in.Verify(p, a.BaseDir); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, nil)
 	}
-	e, err := engine.New(p, engine.Options{BaseDir: a.BaseDir, Models: a.Models})
+	// A knowledge store is read where it is shipped, by digest: never
+	// written on a worker, and shared by every worker on the machine.
+	e, err := engine.New(p, engine.Options{BaseDir: a.BaseDir, Models: a.Models, ReadOnlyKnowledge: true})
 	if err != nil {
 		return nil, err
 	}
@@ -500,4 +503,74 @@ func (l *serverLister) list(ctx context.Context, agent string) ([]builtins.Serve
 		return nil, err
 	}
 	return out, nil
+}
+
+// KnowledgeCall is the knowledge activity's input: one recall from one
+// store of a plan.
+type KnowledgeCall struct {
+	PlanDigest    string  `json:"plan_digest"`
+	ScriptsDigest string  `json:"scripts_digest,omitempty"`
+	Store         string  `json:"store"`
+	Query         string  `json:"query"`
+	Limit         int     `json:"limit"`
+	Threshold     float64 `json:"threshold"`
+}
+
+// Knowledge is the knowledge activity: a recall from this worker's copy of
+// the store (read-only, checked by digest with the plan's other files).
+// Its answer is in the history, so a replay injects the same facts.
+func (a *Activities) Knowledge(ctx context.Context, in KnowledgeCall) ([]knowledge.Scored, error) {
+	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	if err != nil {
+		return nil, err
+	}
+	return e.RecallKnowledge(ctx, in.Store, in.Query, in.Limit, in.Threshold)
+}
+
+// knowledgeOn is engine.Runtime.Knowledge: a store whose recalls are
+// knowledge activities and which the run cannot write (a worker's store is
+// the configuration's, shipped with it and checked by digest).
+func knowledgeOn(rt *runtime, digest, scripts string) func(string) builtins.KnowledgeStore {
+	return func(store string) builtins.KnowledgeStore {
+		return &knowledgeStore{rt: rt, digest: digest, scripts: scripts, store: store}
+	}
+}
+
+type knowledgeStore struct {
+	rt              *runtime
+	digest, scripts string
+	store           string
+}
+
+func (k *knowledgeStore) Recall(ctx context.Context, query string, limit int, threshold float64) ([]knowledge.Scored, error) {
+	w := workflow.WithActivityOptions(workflowOf(ctx), workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{ErrFileMismatch},
+		},
+	})
+	var out []knowledge.Scored
+	err := workflow.ExecuteActivity(w, contract.KnowledgeActivity, KnowledgeCall{
+		PlanDigest: k.digest, ScriptsDigest: k.scripts, Store: k.store, Query: query, Limit: limit, Threshold: threshold,
+	}).Get(w, &out)
+	k.rt.sync()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) {
+			return nil, errors.New(ae.Message())
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+func (k *knowledgeStore) Put(context.Context, knowledge.Fact) error {
+	return fmt.Errorf("%w: %s on Temporal is the configuration's, read on the workers and never written by a run", knowledge.ErrReadOnly, k.store)
 }

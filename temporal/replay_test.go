@@ -48,6 +48,7 @@ var replayCases = []struct {
 	{name: "best_of_n", src: "../examples/best_of_n.hcl", input: "What is 6 * 7? Answer with the number only.", bestOf: "best_of_n.answer"},
 	{name: "best_of_n_selector", src: "../examples/best_of_n_selector.hcl", input: "What is 6 * 7?", bestOf: "best_of_n.concise", extra: []string{"scripts/pick_shortest.sh"}},
 	{name: "mcp", src: "testdata/mcp", input: "look"},
+	{name: "knowledge", src: "testdata/knowledge", input: "How many moons has Earth?", extra: []string{"facts.db"}},
 }
 
 func TestReplay(t *testing.T) {

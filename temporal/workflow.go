@@ -149,6 +149,7 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 			WithTimeout: rt.withTimeout,
 			WithCancel:  rt.withCancel,
 			ListServers: (&serverLister{rt: rt, plan: p, digest: in.PlanDigest, scripts: in.ScriptsDigest}).list,
+			Knowledge:   knowledgeOn(rt, in.PlanDigest, in.ScriptsDigest),
 			Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext, scripts: in.Scripts, scriptsDigest: in.ScriptsDigest}).run,
 		},
 	})
@@ -187,15 +188,11 @@ func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.Ca
 	return out, nil
 }
 
-// supported refuses what the workflow cannot run deterministically yet:
-// knowledge stores (a file the workflow would read and write). MCP
-// servers run on the workers (serverLister).
+// supported refuses what the workflow cannot run yet. Nothing at the
+// moment: MCP servers run on the workers (serverLister), knowledge stores
+// are read there (knowledgeOn).
 func supported(p *plan.Plan) error {
-	var out []error
-	if len(p.Knowledge) > 0 {
-		out = append(out, fmt.Errorf("knowledge stores (%s) do not run on Temporal yet: a workflow cannot read and write a local store", p.Knowledge[0].Address))
-	}
-	return errors.Join(out...)
+	return nil
 }
 
 // replayable refuses OPA policies that call a built-in whose result may

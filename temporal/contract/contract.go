@@ -43,6 +43,8 @@ const (
 	// lists their tools (and the lock check's findings), for the
 	// workflow's toolbox.
 	ServersActivity = "symbi.servers"
+	// KnowledgeActivity recalls facts from a knowledge store on a worker.
+	KnowledgeActivity = "symbi.knowledge"
 	// EventsQuery returns the run's events from an index on (Events);
 	// PendingQuery its approval requests waiting for a person; PlanQuery
 	// the canonical plan (a worker that has not seen the run asks for it);
@@ -78,10 +80,11 @@ type Start struct {
 	PolicyContext map[string]any `json:"policy_context,omitempty"`
 	// Scripts is the digest of every file under the configuration
 	// directory that a command's argv names (builtins.Scripts: command
-	// tools, stdio MCP servers, best-of-N command scorers and selectors)
-	// and the plan's Files do not already hold, as the client found them.
-	// The plan holds the argv, not the files' contents; these are the
-	// rest of the contract.
+	// tools, stdio MCP servers, best-of-N command scorers and selectors),
+	// and of every knowledge store's file (read on the workers), that the
+	// plan's Files do not already hold, as the client found them. The plan
+	// holds the argv and the store's path, not the files' contents; these
+	// are the rest of the contract.
 	Scripts []plan.FileRef `json:"scripts,omitempty"`
 	// ScriptsDigest is ScriptsDigest(Scripts), set by every client that
 	// lists the scripts (also when there are none): a worker then refuses
@@ -163,9 +166,10 @@ func Verify(p *plan.Plan, baseDir string, listed bool, scripts []plan.FileRef) e
 	return nil
 }
 
-// ScriptFiles digests the scripts p's commands name (builtins.Scripts)
-// that lie in the configuration directory baseDir and are not among the
-// plan's Files, with slash paths relative to baseDir, sorted. A program
+// ScriptFiles digests the scripts p's commands name (builtins.Scripts) and
+// the knowledge stores' files that lie in the configuration directory
+// baseDir and are not among the plan's Files, with slash paths relative to
+// baseDir, sorted. A program
 // outside it (an interpreter in /usr/bin, a tool on PATH) belongs to the
 // machine, not the configuration, and is not listed.
 func ScriptFiles(p *plan.Plan, baseDir string) ([]plan.FileRef, error) {
@@ -178,7 +182,18 @@ func ScriptFiles(p *plan.Plan, baseDir string) ([]plan.FileRef, error) {
 		known[f.Path] = true
 	}
 	var out []plan.FileRef
-	for _, name := range builtins.Scripts(p, root) {
+	names := builtins.Scripts(p, root)
+	for _, k := range p.Knowledge {
+		// A store is read on the workers from their copy: the same file.
+		path := k.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, filepath.FromSlash(path))
+		}
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			names = append(names, path)
+		}
+	}
+	for _, name := range names {
 		rel, err := filepath.Rel(root, name)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 			continue
