@@ -107,8 +107,8 @@ var allowed = map[string][]string{
 	// The Temporal runtime: the workflow runs the engine, never the
 	// compiler; what symbi shares with it (contract) has no SDK. Its own
 	// binary links the SDK, so symbi's start-up does not pay for it.
-	"temporal/contract":  {"budget", "engine", "journal", "plan", "policy", "seal"},
-	"temporal":           {"builtins", "engine", "journal", "plan", "policy", "provider", "seal", "temporal/contract"},
+	"temporal/contract":  {"budget", "builtins", "engine", "journal", "plan", "policy", "seal"},
+	"temporal":           {"builtins", "engine", "journal", "knowledge", "plan", "policy", "provider", "seal", "temporal/contract"},
 	"cmd/symbi-temporal": {"engine", "journal", "policy", "temporal", "temporal/contract"},
 }
 

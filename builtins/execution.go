@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -21,6 +23,10 @@ type Execution struct {
 	// Timeout is the shorter of the tool's timeout and the loop's
 	// tool_timeout; zero is none.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Definition is the digest of an MCP server tool's canonical
+	// definition as the run was offered it (its listing): the worker runs
+	// the call only when its server's tool is the same.
+	Definition string `json:"definition,omitempty"`
 }
 
 // ExecuteCall runs one call that a durable runtime's workflow has already
@@ -36,6 +42,22 @@ func (tb *Toolbox) ExecuteCall(ctx context.Context, x Execution) (Result, error)
 	e, err := tb.lookup(x.Tool)
 	if err != nil {
 		return Result{}, err
+	}
+	if e.server != nil && tb.opts.Lock != nil && e.server.listChanged.Load() {
+		// The server said its tools changed: list and check them against
+		// the lock here (on_drift decides, as in a local run) before the
+		// call, and run it only if its tool is still offered.
+		if _, err := tb.Refresh(ctx); err != nil {
+			return Result{}, fail(Error, x.Tool, fmt.Errorf("%s changed its tools: %w", e.server.address, err))
+		}
+		if e, err = tb.lookup(x.Tool); err != nil {
+			return Result{}, err
+		}
+	}
+	if x.Definition != "" && x.Definition != e.definition {
+		// The run was offered another tool under this name (another
+		// version of the server on the worker that listed it).
+		return Result{}, fail(Error, x.Tool, fmt.Errorf("this worker's %s offers another definition of the tool than the one the run was offered (%s here, %s in the run); deploy the same server to every worker", serverOf(e), short(e.definition), short(x.Definition)))
 	}
 	if err := validateArgs(e.schema, x.Arguments); err != nil {
 		return Result{}, fail(InvalidArguments, x.Tool, err)
@@ -73,8 +95,8 @@ func (tb *Toolbox) ExecuteCall(ctx context.Context, x Execution) (Result, error)
 
 // execute hands a call to Options.Execute (the runtime's worker runs it)
 // and classifies what comes back as the local executor's outcome is.
-func (tb *Toolbox) execute(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (Result, error) {
-	r, err := tb.opts.Execute(ctx, Execution{Tool: name, Arguments: args, IdempotencyKey: idempotencyKeyOf(ctx), Timeout: timeout})
+func (tb *Toolbox) execute(ctx context.Context, e *entry, name string, args json.RawMessage, timeout time.Duration) (Result, error) {
+	r, err := tb.opts.Execute(ctx, Execution{Tool: name, Arguments: args, IdempotencyKey: idempotencyKeyOf(ctx), Timeout: timeout, Definition: e.definition})
 	if err != nil {
 		var f *Failure
 		if !errors.As(err, &f) {
@@ -84,4 +106,19 @@ func (tb *Toolbox) execute(ctx context.Context, name string, args json.RawMessag
 	}
 	r.Tool = name
 	return r, nil
+}
+
+func serverOf(e *entry) string {
+	if e.server != nil {
+		return e.server.address
+	}
+	return "tool"
+}
+
+func short(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
 }

@@ -43,6 +43,10 @@ type mcpSession struct {
 	// toolbox.
 	listChanged atomic.Bool
 	hidden      map[string]bool
+	// listed marks a server known from its listing (ServerListing): no
+	// process, no session; drifts are what the listing's lock check found.
+	listed bool
+	drifts []Drift
 
 	// life is cancelled when close begins: calls still in flight end then,
 	// because the SDK's Close waits for every outstanding call, and a call
@@ -333,14 +337,15 @@ func (s *mcpSession) entries(now func() time.Time) ([]*entry, error) {
 			ServerTool:  t.Name,
 		}
 		out = append(out, &entry{
-			info:      info,
-			schema:    schema,
-			run:       s.callRun(t.Name),
-			timeout:   s.srv.Timeout.Std(),
-			maxOutput: mcpMaxOutputBytes,
-			keyed:     true,
-			breaker:   newBreakerOf(s.srv.CircuitBreaker, now),
-			server:    s,
+			info:       info,
+			schema:     schema,
+			run:        s.callRun(t.Name),
+			timeout:    s.srv.Timeout.Std(),
+			maxOutput:  mcpMaxOutputBytes,
+			keyed:      true,
+			breaker:    newBreakerOf(s.srv.CircuitBreaker, now),
+			server:     s,
+			definition: definitionDigest(t),
 		})
 	}
 	return out, nil

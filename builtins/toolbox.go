@@ -119,6 +119,11 @@ type Options struct {
 	// and returns when every function has returned, in place of the
 	// toolbox's own goroutines (a workflow's coroutines).
 	Go func(ctx context.Context, limit int, fns []func(context.Context))
+	// ListServers, when set, gives the MCP servers' tool lists in place of
+	// connecting them: a durable runtime's workflow, which starts no
+	// process, asks a worker to connect and list them (Toolbox.Listings)
+	// and keeps the answer in its history. Their calls then need Execute.
+	ListServers func(ctx context.Context, servers []plan.MCPServer) ([]ServerListing, error)
 }
 
 // Info describes one tool as the model and the policies see it.
@@ -218,6 +223,9 @@ type entry struct {
 	// block over one of its tools, which a new tool list does not replace.
 	server  *mcpSession
 	wrapped bool
+	// definition is the digest of a server tool's canonical definition,
+	// which an Execution carries to the worker (ExecuteCall).
+	definition string
 }
 
 // Toolbox holds the tools of one run. It is safe for concurrent use.
@@ -289,13 +297,27 @@ func NewToolbox(ctx context.Context, tools []plan.Tool, servers []plan.MCPServer
 	}()
 	byServer := map[string]*mcpSession{}
 	var listed []*mcpSession
-	for i, s := range append(slices.Clip(servers), opts.WrappedServers...) {
+	all := append(slices.Clip(servers), opts.WrappedServers...)
+	var fromListing map[string]*mcpSession
+	if opts.ListServers != nil && len(all) > 0 {
+		var once []plan.MCPServer
+		for _, s := range all {
+			if !slices.ContainsFunc(once, func(o plan.MCPServer) bool { return o.Address == s.Address }) {
+				once = append(once, s)
+			}
+		}
+		if fromListing, err = tb.listServers(ctx, once); err != nil {
+			return nil, err
+		}
+	}
+	for i, s := range all {
 		if byServer[s.Address] != nil {
 			continue
 		}
 		var sess *mcpSession
-		sess, err = tb.connectMCP(ctx, s)
-		if err != nil {
+		if fromListing != nil {
+			sess = fromListing[s.Address]
+		} else if sess, err = tb.connectMCP(ctx, s); err != nil {
 			return nil, err
 		}
 		tb.sessions = append(tb.sessions, sess)
@@ -378,6 +400,11 @@ func (tb *Toolbox) checkLock() (map[string]bool, error) {
 	}
 	var refused []lockfile.Change
 	for _, s := range tb.sessions {
+		if s.listed {
+			// Checked where it was connected; hidden comes with it.
+			tb.drifts = append(tb.drifts, s.drifts...)
+			continue
+		}
 		hidden, drifts, ref, err := tb.checkServer(s, false)
 		if err != nil {
 			return nil, err
@@ -524,6 +551,7 @@ func (tb *Toolbox) newEntry(t plan.Tool, servers map[string]*mcpSession) (*entry
 		e.run = sess.callRun(m.Tool)
 		e.keyed = true
 		e.server, e.wrapped = sess, true
+		e.definition = definitionDigest(mt)
 	case "fixed":
 		f := t.Executor.Fixed
 		if f == nil {
@@ -738,7 +766,7 @@ func (tb *Toolbox) call(ctx context.Context, name string, args json.RawMessage, 
 		// The worker runs it under the timeout; the clock here is the
 		// runtime's, which replays.
 		start := tb.opts.Now()
-		r, err := tb.execute(ctx, name, args, t)
+		r, err := tb.execute(ctx, e, name, args, t)
 		r.Elapsed = tb.opts.Now().Sub(start)
 		if err != nil {
 			f, o := classify(ctx, ctx, name, t, err)

@@ -631,6 +631,28 @@ func ProtectedPaths(p *plan.Plan, baseDir string) []Protected {
 	for _, k := range p.Knowledge {
 		out = append(out, Protected{Path: at(k.Path), What: "a knowledge store"})
 	}
+	for _, name := range Scripts(p, baseDir) {
+		out = append(out, Protected{Path: name, What: "a program or script a tool runs"})
+	}
+	return out
+}
+
+// Scripts lists the programs and scripts a plan's tools run: every fixed
+// argument of a command tool's, a stdio MCP server's, and a best-of-N
+// command scorer's or selector's argv that names an existing regular file,
+// resolved against the command's directory (relative to baseDir), as an
+// absolute path, in the plan's order, each once. These are the files that
+// are protected locally and whose digests a durable run's workers check
+// (docs/temporal.md), found the same way for both.
+func Scripts(p *plan.Plan, baseDir string) []string {
+	var out []string
+	seen := map[string]bool{}
+	at := func(name string) string {
+		if filepath.IsAbs(name) {
+			return name
+		}
+		return filepath.Join(baseDir, filepath.FromSlash(name))
+	}
 	scripts := func(dir string, argv []plan.String) {
 		for _, a := range argv {
 			if a.Deferred != nil || a.Value == "" {
@@ -640,8 +662,12 @@ func ProtectedPaths(p *plan.Plan, baseDir string) []Protected {
 			if !filepath.IsAbs(name) {
 				name = filepath.Join(at(dir), name)
 			}
+			if seen[name] {
+				continue
+			}
 			if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() {
-				out = append(out, Protected{Path: name, What: "a program or script a tool runs"})
+				seen[name] = true
+				out = append(out, name)
 			}
 		}
 	}

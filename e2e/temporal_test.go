@@ -350,3 +350,114 @@ func TestTemporalWorkerRefusesOtherPolicy(t *testing.T) {
 		t.Fatalf("a run on a worker with another policy.rego: %s", res)
 	}
 }
+
+// A worker whose copy of a script that a command tool runs differs
+// refuses the run before anything runs, naming the script: the plan holds
+// the tool's argv, the run's start the digest of the file it names.
+func TestTemporalWorkerRefusesOtherScript(t *testing.T) {
+	r := newTemporalRig(t, 0)
+	other := t.TempDir()
+	copyTree(t, r.dir, other)
+	script := filepath.Join(other, "write.sh")
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte(strings.Replace(string(b), `echo "written"`, `echo "written elsewhere"`, 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.worker(t, other)
+	res := r.run(t, call{timeout: 2 * time.Minute}, "write entry 1").wait(t)
+	if res.code != 4 || !strings.Contains(res.stderr, "write.sh is sha256:") || !strings.Contains(res.stderr, "differ from the run's") {
+		t.Fatalf("a run on a worker with another write.sh: %s", res)
+	}
+	for _, dir := range []string{r.dir, other} {
+		if _, err := os.Stat(filepath.Join(dir, "invocations")); !os.IsNotExist(err) {
+			t.Errorf("the script ran in %s: %v", dir, err)
+		}
+	}
+}
+
+// An agent over MCP servers (the npm everything server, its own tools and
+// a tool block wrapping another server's) runs on Temporal as locally: the
+// worker starts the servers, keeps them for the next run of the plan, and
+// stops them when it stops; the runs end with the local run's answer and
+// usage.
+func TestTemporalMCPServers(t *testing.T) {
+	server := everythingServer(t)
+	addr := temporalService(t)
+	marker := t.TempDir()
+	dir := writeConfig(t, everythingConfig(server, marker))
+	// The worker keeps one engine per plan, and the scripted model's turns
+	// with it: two runs' worth.
+	turns := `{"tool_calls": [{"id": "c1", "name": "echo", "arguments": {"message": "hi"}}, {"id": "c2", "name": "add", "arguments": {"a": 2, "b": 3}}]}, {"content": "Done."}`
+	writeFile(t, dir, "script.json", `{"turns": [`+turns+`, `+turns+`]}`)
+	localRun := symbi(t, call{dir: dir}, "run", "--json", "--state-dir", t.TempDir(), ".", "go")
+	if localRun.code != 0 {
+		t.Fatalf("local run: %s", localRun)
+	}
+	want := temporalSummaryOf(t, localRun)
+	assertNoProcess(t, marker)
+
+	queue := fmt.Sprintf("e2e-mcp-%d", time.Now().UnixNano())
+	w := start(t, call{dir: dir, timeout: 10 * time.Minute}, "worker", "--temporal", addr, "--task-queue", queue, ".")
+	var servers []string
+	for i := range 2 {
+		res := start(t, call{dir: dir, timeout: 3 * time.Minute}, "run", "--temporal", addr, "--task-queue", queue, "--json", ".", "go").wait(t)
+		if res.code != 0 {
+			t.Fatalf("run %d on Temporal: %s", i, res)
+		}
+		got := temporalSummaryOf(t, res)
+		if got.Answer != want.Answer || got.Termination.Reason != "completed" || got.Iterations != want.Iterations || fmt.Sprint(got.Usage) != fmt.Sprint(want.Usage) {
+			t.Errorf("run %d: %+v\nlocal: %+v", i, got, want)
+		}
+		for _, s := range []string{`"tool_result"`, `hi`, `"add"`} {
+			if !strings.Contains(res.stdout, s) {
+				t.Errorf("run %d's output lacks %s:\n%s", i, s, res.stdout)
+			}
+		}
+		// The worker's servers outlive the run, and the next run of the
+		// same plan uses them.
+		now := processesMentioning(marker)
+		if len(now) == 0 {
+			t.Errorf("run %d: no server process on the worker", i)
+		}
+		if i == 1 && !slices.Equal(now, servers) {
+			t.Errorf("the second run started other servers: %v, then %v", servers, now)
+		}
+		servers = now
+	}
+	w.cmd.Process.Signal(os.Interrupt)
+	if res := w.wait(t); res.code != 0 {
+		t.Errorf("the worker on SIGINT: %s", res)
+	}
+	assertNoProcess(t, marker)
+}
+
+// A server that changes its tools mid-run (notifications/tools/list_changed)
+// on a worker: the workflow keeps offering the tools it listed, but the
+// worker checks the new list against the lock before its next call of that
+// server, and refuses to run the tool whose definition drifted (on_drift =
+// "refuse"): the call fails as a tool's failure, naming the drift, and the
+// changed echo never runs.
+func TestTemporalLockListChanged(t *testing.T) {
+	addr := temporalService(t)
+	d := newDriftDir(t, buildDriftMCP(t, t.TempDir()), "", pinnedTools, listChangedScript)
+	if r := d.symbi(t, "lock", "."); r.code != 0 {
+		t.Fatalf("lock:\n%s", r)
+	}
+	queue := fmt.Sprintf("e2e-listchanged-%d", time.Now().UnixNano())
+	w := start(t, call{dir: d.dir, timeout: 10 * time.Minute}, "worker", "--temporal", addr, "--task-queue", queue, ".")
+	r := d.symbi(t, "run", "--temporal", addr, "--task-queue", queue, "--agent", "a", ".", "go")
+	w.cmd.Process.Signal(os.Interrupt)
+	w.wait(t)
+	if !d.ran("mutate") {
+		t.Fatalf("mutate did not run:\n%s", r)
+	}
+	if d.ran("echo") {
+		t.Errorf("echo ran with a definition the lock does not pin:\n%s", r)
+	}
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "changed its tools") || !strings.Contains(r.stdout+r.stderr, "on_drift") {
+		t.Errorf("want the run to end with echo's call refused on the worker, naming the drift:\n%s", r)
+	}
+}

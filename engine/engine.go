@@ -68,6 +68,11 @@ type Options struct {
 	// lock from a run, and the knowledge builtins answer that no store is
 	// configured.
 	Discovery bool
+	// ReadOnlyKnowledge opens knowledge stores read-only (a durable
+	// runtime's worker, whose store is shipped with the configuration and
+	// checked by digest): recalls read them, writes fail with
+	// knowledge.ErrReadOnly, and any number of engines share the file.
+	ReadOnlyKnowledge bool
 
 	// Tracer and Meter receive the runs' spans and metrics, through
 	// OpenTelemetry's API (package telemetry sets them up from the plan's

@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/symbi-dev/symbi/builtins"
+	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -46,6 +49,16 @@ type Runtime struct {
 	// runtime runs Engine.RunDelegation there and returns its outcome,
 	// which the run settles. When nil, delegations run in the run itself.
 	Delegate func(ctx context.Context, d DelegationRun) (DelegationOutcome, error)
+	// ListServers, when set, lists the MCP servers of agent's toolbox on a
+	// worker (Engine.ServerListings there) in place of starting them: the
+	// runtime keeps the answer in its history, and the toolbox is built
+	// from it (builtins.Options.ListServers). When nil, a plan with MCP
+	// servers connects them in the run itself.
+	ListServers func(ctx context.Context, agent string) ([]builtins.ServerListing, error)
+	// Knowledge, when set, is the knowledge store of address store, read
+	// where it lives (Engine.RecallKnowledge on a worker) in place of
+	// opening its file in the run.
+	Knowledge func(store string) builtins.KnowledgeStore
 }
 
 // withTimeout is context.WithTimeoutCause on the runtime's clock.
@@ -122,4 +135,37 @@ func (e *Engine) ExecuteCall(ctx context.Context, agent string, x builtins.Execu
 	res, err := t.box.ExecuteCall(ctx, x)
 	res.Content = e.secrets.Text(res.Content)
 	return res, e.secrets.Err(err)
+}
+
+// ServerListings connects the MCP servers of agent's toolbox (once per
+// engine, as a run does) and lists them, with what the lock check found:
+// the listing activity on a worker, whose answer the workflow builds its
+// toolbox from (Runtime.ListServers). A drift that on_drift refuses fails
+// it, as it fails a local run's start.
+func (e *Engine) ServerListings(ctx context.Context, agent string) ([]builtins.ServerListing, error) {
+	e.registerSecrets()
+	a := e.plan.Agent(agent)
+	if a == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, agent)
+	}
+	t, err := e.agentTools(ctx, a)
+	if err != nil {
+		// The workflow's toolbox names the agent and its tools itself.
+		if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), a.Address+": tools: ") {
+			err = inner
+		}
+		return nil, err
+	}
+	return t.box.Listings()
+}
+
+// RecallKnowledge recalls from the knowledge store of address store
+// (knowledge.Store.Recall), opened once per engine: the recall activity on
+// a worker, whose answer the workflow injects (Runtime.Knowledge).
+func (e *Engine) RecallKnowledge(ctx context.Context, store, query string, limit int, threshold float64) ([]knowledge.Scored, error) {
+	s, err := e.knowledgeStore(store)
+	if err != nil {
+		return nil, err
+	}
+	return s.Recall(ctx, query, limit, threshold)
 }

@@ -44,6 +44,21 @@ type agentTools struct {
 // MCP servers' tools filtered by its profile, the delegate tool and the
 // terminate tool.
 func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, error) {
+	var listings []builtins.ServerListing
+	if rt := e.opts.Runtime; rt != nil && rt.ListServers != nil && e.hasServers(a) {
+		// Asked before toolMu is taken: the runtime's call blocks this
+		// coroutine, and another may build its toolbox meanwhile.
+		e.toolMu.Lock()
+		t, ok := e.toolboxes[a.Address]
+		e.toolMu.Unlock()
+		if ok {
+			return t, nil
+		}
+		var err error
+		if listings, err = rt.ListServers(ctx, a.Address); err != nil {
+			return nil, fmt.Errorf("%s: tools: %w", a.Address, err)
+		}
+	}
 	e.toolMu.Lock()
 	defer e.toolMu.Unlock()
 	if t, ok := e.toolboxes[a.Address]; ok {
@@ -71,6 +86,11 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 			x.Agent = a.Address
 			return rt.Execute(ctx, x)
 		}
+		if rt.ListServers != nil {
+			opts.ListServers = func(context.Context, []plan.MCPServer) ([]builtins.ServerListing, error) {
+				return listings, nil
+			}
+		}
 	}
 	if addr := e.knowledgeOf(a, tools); addr != "" && !e.opts.Discovery {
 		store, err := e.knowledgeStore(addr)
@@ -97,6 +117,22 @@ func (e *Engine) agentTools(ctx context.Context, a *plan.Agent) (*agentTools, er
 	}
 	e.toolboxes[a.Address] = t
 	return t, nil
+}
+
+// hasServers reports whether agent a's toolbox has MCP servers: its own,
+// or those of tool blocks that wrap a server's tool.
+func (e *Engine) hasServers(a *plan.Agent) bool {
+	for _, addr := range a.Tools {
+		if e.plan.MCPServer(addr) != nil {
+			return true
+		}
+	}
+	for _, addr := range a.EffectiveTools {
+		if t := e.plan.Tool(addr); t != nil && t.Executor.MCP != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // toolSpecs fills t's specs and info from its toolbox as it is now: the
@@ -328,14 +364,20 @@ func (e *Engine) knowledgeStore(addr string) (builtins.KnowledgeStore, error) {
 	if k == nil {
 		return nil, fmt.Errorf("%w: %s is not in the plan", ErrNoKnowledgeStore, addr)
 	}
+	if rt := e.opts.Runtime; rt != nil && rt.Knowledge != nil {
+		// The runtime reads the store where it lives (a worker's file).
+		return rt.Knowledge(addr), nil
+	}
 	path := k.Path
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(e.opts.BaseDir, path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	if !e.opts.ReadOnlyKnowledge {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
 	}
-	s, err := knowledge.Open(path)
+	s, err := knowledge.OpenWith(path, knowledge.Options{ReadOnly: e.opts.ReadOnlyKnowledge})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)
 	}

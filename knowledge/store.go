@@ -27,16 +27,24 @@ var factsBucket = []byte("facts")
 // Store is an open knowledge file. It is safe for concurrent use: bbolt
 // serialises writers and lets readers run alongside them.
 type Store struct {
-	db   *bolt.DB
-	path string
-	now  func() time.Time
+	db       *bolt.DB
+	path     string
+	now      func() time.Time
+	readOnly bool
 }
 
 // Options tune Open. The zero value is the default.
 type Options struct {
 	Timeout time.Duration    // how long to wait for a locked file; 0 = DefaultOpenTimeout
 	Now     func() time.Time // the clock Put stamps facts with; nil = time.Now
+	// ReadOnly opens an existing store for Recall and All only: it is
+	// neither created nor written (Put fails with ErrReadOnly), and any
+	// number of read-only openers share the file.
+	ReadOnly bool
 }
+
+// ErrReadOnly is Put's error on a store opened ReadOnly.
+var ErrReadOnly = errors.New("knowledge store is read-only")
 
 // Open opens the store at path, creating it and its parent directories when
 // missing.
@@ -50,14 +58,18 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("knowledge store %s: %w", path, err)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("knowledge store %s: %w", path, err)
 	}
 	existing := false
 	if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() && info.Size() > 0 {
 		existing = true
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		switch {
 		case errors.Is(err, berrors.ErrTimeout):
@@ -69,6 +81,9 @@ func OpenWith(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("%w: %s is not a knowledge store (%v)", ErrCorrupt, path, err)
 		}
 		return nil, fmt.Errorf("knowledge store %s: %w", path, err)
+	}
+	if opts.ReadOnly {
+		return &Store{db: db, path: path, now: opts.Now, readOnly: true}, nil
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(factsBucket)
@@ -93,6 +108,9 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Put(ctx context.Context, f Fact) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.readOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, s.path)
 	}
 	if err := f.Validate(); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/knowledge"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 	"github.com/symbi-dev/symbi/seal"
@@ -24,9 +25,12 @@ import (
 // ModelCall is the model activity's input: which model of which plan, and
 // the request exactly as the engine made it.
 type ModelCall struct {
-	PlanDigest string           `json:"plan_digest"`
-	Model      string           `json:"model"`
-	Request    provider.Request `json:"request"`
+	PlanDigest string `json:"plan_digest"`
+	// ScriptsDigest is the run's contract.Start.ScriptsDigest: the worker
+	// checks its scripts against the run's before it runs anything.
+	ScriptsDigest string           `json:"scripts_digest,omitempty"`
+	Model         string           `json:"model"`
+	Request       provider.Request `json:"request"`
 	// Stream: the text may be shown as it arrives (the heartbeat carries
 	// it); false for a call the engine keeps quiet.
 	Stream bool `json:"stream,omitempty"`
@@ -35,8 +39,9 @@ type ModelCall struct {
 // ToolCall is the tool activity's input: the agent whose toolbox runs it,
 // and the Execution the workflow's toolbox made of an approved call.
 type ToolCall struct {
-	PlanDigest string             `json:"plan_digest"`
-	Execution  builtins.Execution `json:"execution"`
+	PlanDigest    string             `json:"plan_digest"`
+	ScriptsDigest string             `json:"scripts_digest,omitempty"`
+	Execution     builtins.Execution `json:"execution"`
 }
 
 // ToolOutcome is the tool activity's result: a tool's failure is a result
@@ -58,9 +63,10 @@ type Failure struct {
 	RetryAfter time.Duration        `json:"retry_after,omitempty"`
 }
 
-// Activities run on every worker. Each holds one engine per plan digest it
-// has seen, built from the plan (asked of the workflow when this worker has
-// not seen it) after the worker's files passed the plan's digests.
+// Activities run on every worker. Each holds one engine per plan and
+// scripts digest it has seen, built from the plan (asked of the workflow,
+// with the scripts' digests, when this worker has not seen it) after the
+// worker's files and scripts passed the run's digests.
 type Activities struct {
 	BaseDir string
 	// Client asks a run's workflow for its plan (PlanQuery).
@@ -84,10 +90,13 @@ func (a *Activities) Close() error {
 	return errors.Join(errs...)
 }
 
-// engine returns the engine of the plan with digest d, building it once.
-func (a *Activities) engine(ctx context.Context, d string) (*engine.Engine, error) {
+// engine returns the engine of the plan with digest d and the scripts
+// with digest sd (contract.ScriptsDigest; empty for a run whose client
+// did not list them), building it once.
+func (a *Activities) engine(ctx context.Context, d, sd string) (*engine.Engine, error) {
+	key := engineKey(d, sd)
 	a.mu.Lock()
-	if e, ok := a.engines[d]; ok {
+	if e, ok := a.engines[key]; ok {
 		a.mu.Unlock()
 		return e, nil
 	}
@@ -96,44 +105,62 @@ func (a *Activities) engine(ctx context.Context, d string) (*engine.Engine, erro
 	if a.Client == nil {
 		return nil, errors.New("this worker has no client to ask the run for its plan")
 	}
-	v, err := a.Client.QueryWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, contract.PlanQuery)
+	id, run := info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+	v, err := a.Client.QueryWorkflow(ctx, id, run, contract.PlanQuery)
 	if err != nil {
-		return nil, fmt.Errorf("asking run %s for its plan: %w", info.WorkflowExecution.ID, err)
+		return nil, fmt.Errorf("asking run %s for its plan: %w", id, err)
 	}
 	var b []byte
 	if err := v.Get(&b); err != nil {
 		return nil, err
 	}
 	if got := seal.Digest(b); got != d {
-		return nil, fmt.Errorf("run %s answered a plan with digest %s, not %s", info.WorkflowExecution.ID, got, d)
+		return nil, fmt.Errorf("run %s answered a plan with digest %s, not %s", id, got, d)
 	}
-	p, err := plan.Decode(b)
-	if err != nil {
-		return nil, err
+	in := contract.Start{Plan: b, PlanDigest: d, ScriptsDigest: sd}
+	if sd != "" {
+		v, err := a.Client.QueryWorkflow(ctx, id, run, contract.ScriptsQuery)
+		if err != nil {
+			return nil, fmt.Errorf("asking run %s for its scripts' digests: %w", id, err)
+		}
+		if err := v.Get(&in.Scripts); err != nil {
+			return nil, err
+		}
 	}
-	return a.add(p, d)
+	return a.prepare(in)
 }
 
-// add builds and keeps the engine of p, after checking this worker's
-// files against the plan's digests.
-func (a *Activities) add(p *plan.Plan, d string) (*engine.Engine, error) {
-	if err := contract.VerifyFiles(p, a.BaseDir); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, nil)
-	}
-	e, err := engine.New(p, engine.Options{BaseDir: a.BaseDir, Models: a.Models})
+// engineKey keys the engines by plan and scripts.
+func engineKey(d, sd string) string { return d + "+" + sd }
+
+// prepare checks the digests of in (Start.Decode) and this worker's files
+// and scripts against them (Start.Verify), then builds and keeps the
+// engine of its plan.
+func (a *Activities) prepare(in contract.Start) (*engine.Engine, error) {
+	p, err := in.Decode()
 	if err != nil {
 		return nil, err
 	}
+	if err := in.Verify(p, a.BaseDir); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, nil)
+	}
+	// A knowledge store is read where it is shipped, by digest: never
+	// written on a worker, and shared by every worker on the machine.
+	e, err := engine.New(p, engine.Options{BaseDir: a.BaseDir, Models: a.Models, ReadOnlyKnowledge: true})
+	if err != nil {
+		return nil, err
+	}
+	key := engineKey(in.PlanDigest, in.ScriptsDigest)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if have, ok := a.engines[d]; ok {
+	if have, ok := a.engines[key]; ok {
 		e.Close()
 		return have, nil
 	}
 	if a.engines == nil {
 		a.engines = map[string]*engine.Engine{}
 	}
-	a.engines[d] = e
+	a.engines[key] = e
 	return e, nil
 }
 
@@ -141,7 +168,7 @@ func (a *Activities) add(p *plan.Plan, d string) (*engine.Engine, error) {
 // so far is the activity's heartbeat, which `symbi run --temporal` reads
 // to show the answer as it arrives; none of it enters the history.
 func (a *Activities) Model(ctx context.Context, in ModelCall) (provider.Response, error) {
-	e, err := a.engine(ctx, in.PlanDigest)
+	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
 	if err != nil {
 		return provider.Response{}, err
 	}
@@ -221,7 +248,7 @@ type modelErrorDetails struct {
 // idempotency key (workflow id / iteration / call id: the same through
 // every retry of this activity).
 func (a *Activities) Tool(ctx context.Context, in ToolCall) (ToolOutcome, error) {
-	e, err := a.engine(ctx, in.PlanDigest)
+	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
@@ -249,19 +276,20 @@ func (a *Activities) Tool(ctx context.Context, in ToolCall) (ToolOutcome, error)
 
 // activityModels are the engine's models in a workflow: each call is a
 // model activity.
-func activityModels(p *plan.Plan, rt *runtime, digest string) map[string]provider.Model {
+func activityModels(p *plan.Plan, rt *runtime, digest, scripts string) map[string]provider.Model {
 	out := map[string]provider.Model{}
 	for i := range p.Models {
 		m := &p.Models[i]
-		out[m.Address] = &activityModel{rt: rt, spec: m, digest: digest}
+		out[m.Address] = &activityModel{rt: rt, spec: m, digest: digest, scripts: scripts}
 	}
 	return out
 }
 
 type activityModel struct {
-	rt     *runtime
-	spec   *plan.Model
-	digest string
+	rt      *runtime
+	spec    *plan.Model
+	digest  string
+	scripts string // contract.ScriptsDigest
 }
 
 // modelOptions: the activity may take the model's total timeout (and its
@@ -291,7 +319,7 @@ func modelOptions(m *plan.Model) workflow.ActivityOptions {
 func (m *activityModel) Stream(ctx context.Context, req provider.Request, onEvent func(provider.Event)) (provider.Response, error) {
 	w := workflow.WithActivityOptions(workflowOf(ctx), modelOptions(m.spec))
 	var resp provider.Response
-	err := workflow.ExecuteActivity(w, contract.ModelActivity, ModelCall{PlanDigest: m.digest, Model: m.spec.Address, Request: req, Stream: !provider.Quiet(ctx)}).Get(w, &resp)
+	err := workflow.ExecuteActivity(w, contract.ModelActivity, ModelCall{PlanDigest: m.digest, ScriptsDigest: m.scripts, Model: m.spec.Address, Request: req, Stream: !provider.Quiet(ctx)}).Get(w, &resp)
 	m.rt.sync()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -339,9 +367,10 @@ func trimKind(msg string, d modelErrorDetails) string {
 
 // toolRunner is engine.Runtime.Execute: each call a tool activity.
 type toolRunner struct {
-	rt     *runtime
-	digest string
-	runs   map[string]int // executions per idempotency key, for activity ids
+	rt      *runtime
+	digest  string
+	scripts string         // contract.ScriptsDigest
+	runs    map[string]int // executions per idempotency key, for activity ids
 }
 
 func (t *toolRunner) execute(ctx context.Context, x builtins.Execution) (builtins.Result, error) {
@@ -372,7 +401,7 @@ func (t *toolRunner) execute(ctx context.Context, x builtins.Execution) (builtin
 		},
 	})
 	var out ToolOutcome
-	err := workflow.ExecuteActivity(w, contract.ToolActivity, ToolCall{PlanDigest: t.digest, Execution: x}).Get(w, &out)
+	err := workflow.ExecuteActivity(w, contract.ToolActivity, ToolCall{PlanDigest: t.digest, ScriptsDigest: t.scripts, Execution: x}).Get(w, &out)
 	t.rt.sync()
 	res := builtins.Result{Content: out.Content, Truncated: out.Truncated, Elapsed: time.Duration(out.ElapsedMS) * time.Millisecond}
 	switch {
@@ -389,10 +418,159 @@ func (t *toolRunner) execute(ctx context.Context, x builtins.Execution) (builtin
 // Prepare builds the engine of a run's plan on this worker ahead of its
 // activities (a test environment, which has no client to ask the run).
 func (a *Activities) Prepare(in contract.Start) error {
-	p, err := in.Decode()
-	if err != nil {
-		return err
-	}
-	_, err = a.add(p, in.PlanDigest)
+	_, err := a.prepare(in)
 	return err
+}
+
+// ServersCall is the servers activity's input: the agent whose toolbox's
+// MCP servers to list, of which plan.
+type ServersCall struct {
+	PlanDigest    string `json:"plan_digest"`
+	ScriptsDigest string `json:"scripts_digest,omitempty"`
+	Agent         string `json:"agent"`
+}
+
+// ErrDrift is the servers activity's error type when the lock check
+// refused a server (on_drift = "refuse"): not retried, the run does not
+// start, as a local one does not.
+const ErrDrift = "drift"
+
+// Servers is the servers activity: this worker's engine of the plan
+// connects the agent's MCP servers (once: they stay up for the plan's later
+// activities on this worker, and stop when the worker does), checks them
+// against the lock as a local run does, and lists them. The listing is the
+// activity's result, so it is in the history and the workflow's toolbox is
+// the same on every replay.
+func (a *Activities) Servers(ctx context.Context, in ServersCall) ([]builtins.ServerListing, error) {
+	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	if err != nil {
+		return nil, err
+	}
+	stop := heartbeats(ctx, func() { activity.RecordHeartbeat(ctx) })
+	defer stop()
+	ls, err := e.ServerListings(ctx, in.Agent)
+	if err != nil {
+		if errors.Is(err, builtins.ErrDrift) {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrDrift, nil)
+		}
+		return nil, err
+	}
+	return ls, nil
+}
+
+// serverLister is engine.Runtime.ListServers: the servers activity, on any
+// worker.
+type serverLister struct {
+	rt      *runtime
+	plan    *plan.Plan
+	digest  string
+	scripts string
+}
+
+func (l *serverLister) list(ctx context.Context, agent string) ([]builtins.ServerListing, error) {
+	// Time to start and list every server the agent's toolbox may connect,
+	// one after the other, and a margin.
+	var total time.Duration
+	for i := range l.plan.MCPServers {
+		t := l.plan.MCPServers[i].Timeout.Std()
+		if t <= 0 {
+			t = plan.DefaultMCPServerTimeout.Std()
+		}
+		total += t
+	}
+	w := workflow.WithActivityOptions(workflowOf(ctx), workflow.ActivityOptions{
+		StartToCloseTimeout: total + 30*time.Second,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{ErrFileMismatch, ErrDrift},
+		},
+	})
+	var out []builtins.ServerListing
+	err := workflow.ExecuteActivity(w, contract.ServersActivity, ServersCall{PlanDigest: l.digest, ScriptsDigest: l.scripts, Agent: agent}).Get(w, &out)
+	l.rt.sync()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) {
+			return nil, errors.New(ae.Message())
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// KnowledgeCall is the knowledge activity's input: one recall from one
+// store of a plan.
+type KnowledgeCall struct {
+	PlanDigest    string  `json:"plan_digest"`
+	ScriptsDigest string  `json:"scripts_digest,omitempty"`
+	Store         string  `json:"store"`
+	Query         string  `json:"query"`
+	Limit         int     `json:"limit"`
+	Threshold     float64 `json:"threshold"`
+}
+
+// Knowledge is the knowledge activity: a recall from this worker's copy of
+// the store (read-only, checked by digest with the plan's other files).
+// Its answer is in the history, so a replay injects the same facts.
+func (a *Activities) Knowledge(ctx context.Context, in KnowledgeCall) ([]knowledge.Scored, error) {
+	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	if err != nil {
+		return nil, err
+	}
+	return e.RecallKnowledge(ctx, in.Store, in.Query, in.Limit, in.Threshold)
+}
+
+// knowledgeOn is engine.Runtime.Knowledge: a store whose recalls are
+// knowledge activities and which the run cannot write (a worker's store is
+// the configuration's, shipped with it and checked by digest).
+func knowledgeOn(rt *runtime, digest, scripts string) func(string) builtins.KnowledgeStore {
+	return func(store string) builtins.KnowledgeStore {
+		return &knowledgeStore{rt: rt, digest: digest, scripts: scripts, store: store}
+	}
+}
+
+type knowledgeStore struct {
+	rt              *runtime
+	digest, scripts string
+	store           string
+}
+
+func (k *knowledgeStore) Recall(ctx context.Context, query string, limit int, threshold float64) ([]knowledge.Scored, error) {
+	w := workflow.WithActivityOptions(workflowOf(ctx), workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{ErrFileMismatch},
+		},
+	})
+	var out []knowledge.Scored
+	err := workflow.ExecuteActivity(w, contract.KnowledgeActivity, KnowledgeCall{
+		PlanDigest: k.digest, ScriptsDigest: k.scripts, Store: k.store, Query: query, Limit: limit, Threshold: threshold,
+	}).Get(w, &out)
+	k.rt.sync()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) {
+			return nil, errors.New(ae.Message())
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+func (k *knowledgeStore) Put(context.Context, knowledge.Fact) error {
+	return fmt.Errorf("%w: %s on Temporal is the configuration's, read on the workers and never written by a run", knowledge.ErrReadOnly, k.store)
 }

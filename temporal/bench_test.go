@@ -135,7 +135,7 @@ func BenchmarkTemporalReact100(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	in, err := contract.NewStart(p, "a", "count")
+	in, err := contract.NewStart(p, dir, "a", "count")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 	addr := benchService(b)
 	srv := fakeserver.New(b, fakeserver.WithHandler(counting(rounds)), fakeserver.WithoutHistory(), fakeserver.WithLatency(20*time.Millisecond))
 	p, dir := compile(b, files(b, map[string]string{"main.hcl": benchAgent(srv.URL(), rounds)}))
-	in, err := contract.NewStart(p, "a", "count")
+	in, err := contract.NewStart(p, dir, "a", "count")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -290,7 +290,7 @@ agent "worker" {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	in, err := contract.NewStart(p, "lead", "ask the worker")
+	in, err := contract.NewStart(p, dir, "lead", "ask the worker")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -422,3 +422,85 @@ decision := {"outcome": "allow", "reason": "daytime"} if time.now_ns() > 0
 		t.Fatalf("workflow error %v", err)
 	}
 }
+
+// scriptFixture is an agent whose write tool runs a script of the
+// configuration, which leaves a mark when it runs.
+func scriptFixture(t *testing.T) string {
+	return files(t, map[string]string{
+		"agent.hcl": `
+model "m" {
+  provider = "scripted"
+  script   = "script.json"
+}
+tool "note" {
+  description = "Writes a note"
+  command {
+    argv = ["sh", "scripts/note.sh"]
+  }
+  effect = "write"
+}
+policy "rules" {
+  rules { allow = ["note"] }
+}
+agent "a" {
+  model    = model.m
+  tools    = [tool.note]
+  policies = [policy.rules]
+}
+`,
+		"script.json":     `{"turns": [{"when": "go", "tool_calls": [{"id": "c1", "name": "note"}]}, {"when": "/", "content": "done"}]}`,
+		"scripts/note.sh": "echo noted > \"$(dirname \"$0\")/../ran\"\necho noted\n",
+	})
+}
+
+// A script a command's argv names is part of the contract: a worker whose
+// copy differs refuses the run before anything runs, naming the script,
+// and one whose copy is the client's runs it.
+func TestWorkerRefusesOtherScript(t *testing.T) {
+	dir := scriptFixture(t)
+	p, base := compile(t, dir)
+	te, acts := env(t, base)
+	in := start(t, acts, p, "", "go")
+	if len(in.Scripts) != 1 || in.Scripts[0].Path != "scripts/note.sh" {
+		t.Fatalf("the start lists %+v", in.Scripts)
+	}
+	if err := os.WriteFile(filepath.Join(base, "scripts", "note.sh"), []byte("echo other > \"$(dirname \"$0\")/../ran\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	te.ExecuteWorkflow(contract.Workflow, in)
+	err := te.GetWorkflowError()
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != ErrFileMismatch || !strings.Contains(ae.Message(), "scripts/note.sh is sha256:") || !ae.NonRetryable() {
+		t.Fatalf("workflow error %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "ran")); !os.IsNotExist(err) {
+		t.Fatalf("the script ran: %v", err)
+	}
+
+	// A worker that runs the activities only checks the same way before it
+	// builds its engine.
+	other := &Activities{BaseDir: base}
+	defer other.Close()
+	err = other.Prepare(in)
+	if !errors.As(err, &ae) || ae.Type() != ErrFileMismatch || !strings.Contains(ae.Message(), "scripts/note.sh") {
+		t.Fatalf("activities' worker: %v", err)
+	}
+}
+
+// The same run on a worker with the client's script runs it, and its
+// answer and timeline are the local engine's.
+func TestScriptedToolMatchesLocal(t *testing.T) {
+	dir := scriptFixture(t)
+	p, base := compile(t, dir)
+	want, wantEvs := local(t, p, base, "", "go")
+	if err := os.Remove(filepath.Join(base, "ran")); err != nil {
+		t.Fatal(err)
+	}
+	te, acts := env(t, base)
+	te.ExecuteWorkflow(contract.Workflow, start(t, acts, p, "", "go"))
+	got, gotEvs := outcome(t, te)
+	same(t, want, wantEvs, got, gotEvs)
+	if b, err := os.ReadFile(filepath.Join(base, "ran")); err != nil || string(b) != "noted\n" {
+		t.Fatalf("the script's mark: %q %v", b, err)
+	}
+}

@@ -51,6 +51,8 @@ var replayCases = []struct {
 	{name: "approval", src: "testdata/ask", input: "add 1 and 1", approve: true},
 	{name: "best_of_n", src: "../examples/best_of_n.hcl", input: "What is 6 * 7? Answer with the number only.", bestOf: "best_of_n.answer"},
 	{name: "best_of_n_selector", src: "../examples/best_of_n_selector.hcl", input: "What is 6 * 7?", bestOf: "best_of_n.concise", extra: []string{"scripts/pick_shortest.sh"}},
+	{name: "mcp", src: "testdata/mcp", input: "look"},
+	{name: "knowledge", src: "testdata/knowledge", input: "How many moons has Earth?", extra: []string{"facts.db"}},
 }
 
 func TestReplay(t *testing.T) {
@@ -197,7 +199,7 @@ func recordHistories(t *testing.T) {
 		if c.bestOf != "" {
 			agent = p.BestOfNByAddress(c.bestOf).Agent
 		}
-		in, err := contract.NewStart(p, agent, c.input)
+		in, err := contract.NewStart(p, dir, agent, c.input)
 		if err != nil {
 			t.Fatal(err)
 		}

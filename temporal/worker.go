@@ -33,6 +33,8 @@ func Register(r worker.Registry, c client.Client, opts WorkerOptions) *Activitie
 	acts := &Activities{BaseDir: opts.BaseDir, Client: c, Models: opts.Models}
 	r.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: contract.ModelActivity})
 	r.RegisterActivityWithOptions(acts.Tool, activity.RegisterOptions{Name: contract.ToolActivity})
+	r.RegisterActivityWithOptions(acts.Servers, activity.RegisterOptions{Name: contract.ServersActivity})
+	r.RegisterActivityWithOptions(acts.Knowledge, activity.RegisterOptions{Name: contract.KnowledgeActivity})
 	return acts
 }
 

@@ -58,6 +58,7 @@ type Workflows struct {
 // DecideUpdate delivered.
 type state struct {
 	plan    []byte
+	scripts []plan.FileRef
 	events  []engine.Event
 	seq     int64
 	pending map[string]policy.Request
@@ -69,7 +70,7 @@ type state struct {
 // Run is the workflow of one run: it checks the plan and the worker's
 // files, then runs the engine's loop with the workflow as its runtime.
 func (wf *Workflows) Run(w workflow.Context, in contract.Start) (contract.Output, error) {
-	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	st := &state{plan: in.Plan, scripts: in.Scripts, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
 	if err := st.handlers(w); err != nil {
 		return contract.Output{}, err
 	}
@@ -99,6 +100,9 @@ type CandidateStart struct {
 	PlanDigest    string              `json:"plan_digest"`
 	PolicyContext map[string]any      `json:"policy_context,omitempty"`
 	Run           engine.CandidateRun `json:"run"`
+	// Scripts and ScriptsDigest are the run's (contract.Start).
+	Scripts       []plan.FileRef `json:"scripts,omitempty"`
+	ScriptsDigest string         `json:"scripts_digest,omitempty"`
 }
 
 // Candidate is the child workflow of one best-of-N candidate: the same
@@ -106,11 +110,11 @@ type CandidateStart struct {
 // returning its outcome for the parent to settle. Its events stay in its
 // own events query, as a local candidate's stay out of the run's journal.
 func (wf *Workflows) Candidate(w workflow.Context, in CandidateStart) (engine.CandidateOutcome, error) {
-	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	st := &state{plan: in.Plan, scripts: in.Scripts, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
 	if err := st.handlers(w); err != nil {
 		return engine.CandidateOutcome{}, err
 	}
-	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext})
+	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext, Scripts: in.Scripts, ScriptsDigest: in.ScriptsDigest})
 	if err != nil {
 		return engine.CandidateOutcome{}, err
 	}
@@ -129,6 +133,9 @@ type DelegationStart struct {
 	PlanDigest    string               `json:"plan_digest"`
 	PolicyContext map[string]any       `json:"policy_context,omitempty"`
 	Run           engine.DelegationRun `json:"run"`
+	// Scripts and ScriptsDigest are the run's (contract.Start).
+	Scripts       []plan.FileRef `json:"scripts,omitempty"`
+	ScriptsDigest string         `json:"scripts_digest,omitempty"`
 }
 
 // DelegationEnd is what a delegation's child workflow returns: its
@@ -154,11 +161,11 @@ const maxDelegationEvents = 512 << 10
 // budget. Its events are its own events query's too (`symbi runs show
 // --temporal RUN.dN`), and an approval it asks for waits in it.
 func (wf *Workflows) Delegation(w workflow.Context, in DelegationStart) (DelegationEnd, error) {
-	st := &state{plan: in.Plan, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
+	st := &state{plan: in.Plan, scripts: in.Scripts, pending: map[string]policy.Request{}, decided: map[string]policy.ApprovalRecord{}}
 	if err := st.handlers(w); err != nil {
 		return DelegationEnd{}, err
 	}
-	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext})
+	e, rt, err := wf.engine(w, st, contract.Start{Plan: in.Plan, PlanDigest: in.PlanDigest, PolicyContext: in.PolicyContext, Scripts: in.Scripts, ScriptsDigest: in.ScriptsDigest})
 	if err != nil {
 		return DelegationEnd{}, err
 	}
@@ -194,7 +201,7 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 	if err := supported(p); err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrUnsupported, nil)
 	}
-	if err := contract.VerifyFiles(p, wf.BaseDir); err != nil {
+	if err := in.Verify(p, wf.BaseDir); err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrFileMismatch, err)
 	}
 	if err := replayable(p, wf.BaseDir); err != nil {
@@ -202,14 +209,16 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 	}
 	rt := newRuntime(w)
 	ert := &engine.Runtime{
-		Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest}).execute,
+		Execute:     (&toolRunner{rt: rt, digest: in.PlanDigest, scripts: in.ScriptsDigest}).execute,
 		Go:          rt.goAll,
 		WithTimeout: rt.withTimeout,
 		WithCancel:  rt.withCancel,
-		Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext}).run,
+		ListServers: (&serverLister{rt: rt, plan: p, digest: in.PlanDigest, scripts: in.ScriptsDigest}).list,
+		Knowledge:   knowledgeOn(rt, in.PlanDigest, in.ScriptsDigest),
+		Candidate:   (&candidates{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext, scripts: in.Scripts, scriptsDigest: in.ScriptsDigest}).run,
 	}
 	if version >= versionChildDelegations {
-		ert.Delegate = (&delegations{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext, st: st}).run
+		ert.Delegate = (&delegations{plan: in.Plan, digest: in.PlanDigest, policyContext: in.PolicyContext, scripts: in.Scripts, scriptsDigest: in.ScriptsDigest, st: st}).run
 	}
 	e, err := engine.New(p, engine.Options{
 		BaseDir:       wf.BaseDir,
@@ -217,7 +226,7 @@ func (wf *Workflows) engine(w workflow.Context, st *state, in contract.Start) (*
 		LookupEnv:     func(string) (string, bool) { return "", false },
 		OnEvent:       st.record,
 		Approver:      &approver{st: st, rt: rt},
-		Models:        activityModels(p, rt, in.PlanDigest),
+		Models:        activityModels(p, rt, in.PlanDigest, in.ScriptsDigest),
 		PolicyContext: in.PolicyContext,
 		Now:           func() time.Time { return workflow.Now(w) },
 		Rand:          seeded(w),
@@ -238,6 +247,8 @@ type candidates struct {
 	plan          []byte
 	digest        string
 	policyContext map[string]any
+	scripts       []plan.FileRef
+	scriptsDigest string
 }
 
 func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.CandidateOutcome, error) {
@@ -249,6 +260,7 @@ func (c *candidates) run(ctx context.Context, cr engine.CandidateRun) (engine.Ca
 	var out engine.CandidateOutcome
 	err := workflow.ExecuteChildWorkflow(w, contract.CandidateWorkflow, CandidateStart{
 		Plan: c.plan, PlanDigest: c.digest, PolicyContext: c.policyContext, Run: cr,
+		Scripts: c.scripts, ScriptsDigest: c.scriptsDigest,
 	}).Get(w, &out)
 	if err != nil {
 		return engine.CandidateOutcome{}, fmt.Errorf("candidate %d (workflow %s): %w", cr.Index, cr.RunID, err)
@@ -265,6 +277,8 @@ type delegations struct {
 	plan          []byte
 	digest        string
 	policyContext map[string]any
+	scripts       []plan.FileRef
+	scriptsDigest string
 	st            *state
 }
 
@@ -277,6 +291,7 @@ func (d *delegations) run(ctx context.Context, dr engine.DelegationRun) (engine.
 	var end DelegationEnd
 	err := workflow.ExecuteChildWorkflow(w, contract.DelegationWorkflow, DelegationStart{
 		Plan: d.plan, PlanDigest: d.digest, PolicyContext: d.policyContext, Run: dr,
+		Scripts: d.scripts, ScriptsDigest: d.scriptsDigest,
 	}).Get(w, &end)
 	if err != nil {
 		return engine.DelegationOutcome{}, fmt.Errorf("workflow %s: %w", dr.RunID, err)
@@ -287,18 +302,11 @@ func (d *delegations) run(ctx context.Context, dr engine.DelegationRun) (engine.
 	return end.Outcome, nil
 }
 
-// supported refuses what the workflow cannot run deterministically yet:
-// MCP servers (their tool lists come from processes the workflow would
-// start) and knowledge stores (a file the workflow would read and write).
+// supported refuses what the workflow cannot run yet. Nothing at the
+// moment: MCP servers run on the workers (serverLister), knowledge stores
+// are read there (knowledgeOn).
 func supported(p *plan.Plan) error {
-	var out []error
-	if len(p.MCPServers) > 0 {
-		out = append(out, fmt.Errorf("mcp_server blocks (%s) do not run on Temporal yet: their tool lists come from processes a workflow cannot start", p.MCPServers[0].Address))
-	}
-	if len(p.Knowledge) > 0 {
-		out = append(out, fmt.Errorf("knowledge stores (%s) do not run on Temporal yet: a workflow cannot read and write a local store", p.Knowledge[0].Address))
-	}
-	return errors.Join(out...)
+	return nil
 }
 
 // replayable refuses OPA policies that call a built-in whose result may
@@ -359,6 +367,9 @@ func (st *state) handlers(w workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(w, contract.PlanQuery, func() ([]byte, error) { return st.plan, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(w, contract.ScriptsQuery, func() ([]plan.FileRef, error) { return st.scripts, nil }); err != nil {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(w, contract.DecideUpdate,

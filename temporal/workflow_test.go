@@ -82,7 +82,7 @@ func env(t testing.TB, base string) (*testsuite.TestWorkflowEnvironment, *Activi
 
 func start(t testing.TB, acts *Activities, p *plan.Plan, agent, input string) contract.Start {
 	t.Helper()
-	in, err := contract.NewStart(p, agent, input)
+	in, err := contract.NewStart(p, acts.BaseDir, agent, input)
 	if err != nil {
 		t.Fatal(err)
 	}

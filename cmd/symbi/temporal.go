@@ -263,7 +263,7 @@ func runTemporal(cmd *cobra.Command, p *plan.Plan, baseDir string, req runReques
 	} else if agent, err = e.AgentAddress(req.agent); err != nil {
 		return exitWith(exitInvalid, "%v", err)
 	}
-	start, err := contract.NewStart(p, agent, req.input)
+	start, err := contract.NewStart(p, baseDir, agent, req.input)
 	if err != nil {
 		return exitWith(exitFailure, "%v", err)
 	}

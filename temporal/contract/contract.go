@@ -16,10 +16,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/symbi-dev/symbi/budget"
+	"github.com/symbi-dev/symbi/builtins"
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
@@ -39,12 +41,21 @@ const (
 	// ModelActivity and ToolActivity are the activity types.
 	ModelActivity = "symbi.model"
 	ToolActivity  = "symbi.tool"
+	// ServersActivity connects an agent's MCP servers on a worker and
+	// lists their tools (and the lock check's findings), for the
+	// workflow's toolbox.
+	ServersActivity = "symbi.servers"
+	// KnowledgeActivity recalls facts from a knowledge store on a worker.
+	KnowledgeActivity = "symbi.knowledge"
 	// EventsQuery returns the run's events from an index on (Events);
 	// PendingQuery its approval requests waiting for a person; PlanQuery
-	// the canonical plan (a worker that has not seen the run asks for it).
+	// the canonical plan (a worker that has not seen the run asks for it);
+	// ScriptsQuery the scripts' digests the run was started with
+	// (Start.Scripts), which that worker checks its own against.
 	EventsQuery  = "symbi.events"
 	PendingQuery = "symbi.pending"
 	PlanQuery    = "symbi.plan"
+	ScriptsQuery = "symbi.scripts"
 	// DecideUpdate carries a person's decision on one approval request.
 	DecideUpdate = "symbi.decide"
 	// DefaultTaskQueue is the task queue of `symbi worker` and
@@ -69,23 +80,155 @@ type Start struct {
 	Input   string `json:"input"`
 	// PolicyContext is the policy input's "context" member (engine.Options).
 	PolicyContext map[string]any `json:"policy_context,omitempty"`
+	// Scripts is the digest of every file under the configuration
+	// directory that a command's argv names (builtins.Scripts: command
+	// tools, stdio MCP servers, best-of-N command scorers and selectors),
+	// and of every knowledge store's file (read on the workers), that the
+	// plan's Files do not already hold, as the client found them. The plan
+	// holds the argv and the store's path, not the files' contents; these
+	// are the rest of the contract.
+	Scripts []plan.FileRef `json:"scripts,omitempty"`
+	// ScriptsDigest is ScriptsDigest(Scripts), set by every client that
+	// lists the scripts (also when there are none): a worker then refuses
+	// a script it has that the client did not list. Empty only in runs
+	// started before clients listed them, whose workers check the plan's
+	// Files alone.
+	ScriptsDigest string `json:"scripts_digest,omitempty"`
 }
 
-// NewStart encodes p canonically and digests it.
-func NewStart(p *plan.Plan, agent, input string) (Start, error) {
+// NewStart encodes p canonically and digests it, with the digests of the
+// scripts its commands name under baseDir, the configuration directory
+// the client compiled it from.
+func NewStart(p *plan.Plan, baseDir, agent, input string) (Start, error) {
 	b, err := plan.Encode(p)
 	if err != nil {
 		return Start{}, err
 	}
-	return Start{Plan: b, PlanDigest: seal.Digest(b), Agent: agent, Input: input}, nil
+	scripts, err := ScriptFiles(p, baseDir)
+	if err != nil {
+		return Start{}, err
+	}
+	return Start{Plan: b, PlanDigest: seal.Digest(b), Agent: agent, Input: input, Scripts: scripts, ScriptsDigest: ScriptsDigest(scripts)}, nil
 }
 
-// Decode returns the plan of s after checking its digest.
+// Decode returns the plan of s after checking its digest and its scripts'.
 func (s Start) Decode() (*plan.Plan, error) {
 	if d := seal.Digest(s.Plan); d != s.PlanDigest {
 		return nil, fmt.Errorf("the plan's digest is %s, not the %s the run was started with", d, s.PlanDigest)
 	}
+	if s.ScriptsDigest != "" {
+		if d := ScriptsDigest(s.Scripts); d != s.ScriptsDigest {
+			return nil, fmt.Errorf("the scripts' digest is %s, not the %s the run was started with", d, s.ScriptsDigest)
+		}
+	}
 	return plan.Decode(s.Plan)
+}
+
+// Verify checks the worker's files in baseDir against what s says of
+// them: every file of the plan's Files, and, when the client listed them
+// (ScriptsDigest set), every script: each one listed must have the
+// client's digest here, and a script the plan's commands name here that
+// the client did not list is refused too (the client had no such file).
+// A mismatch is a *FileMismatchError naming every file that differs.
+func (s Start) Verify(p *plan.Plan, baseDir string) error {
+	return Verify(p, baseDir, s.ScriptsDigest != "", s.Scripts)
+}
+
+// Verify is Start.Verify for a plan and its scripts given apart (an
+// activity's worker, which asks the run for them); listed says whether
+// the client listed the scripts at all.
+func Verify(p *plan.Plan, baseDir string, listed bool, scripts []plan.FileRef) error {
+	bad := verify(p.Files, baseDir)
+	if listed {
+		for _, f := range scripts {
+			if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
+				bad = append(bad, Mismatch{Path: f.Path, Want: f.SHA256, Err: "is not a path inside the configuration directory"})
+				continue
+			}
+			bad = append(bad, verify([]plan.FileRef{f}, baseDir)...)
+		}
+		mine, err := ScriptFiles(p, baseDir)
+		if err != nil {
+			bad = append(bad, Mismatch{Path: ".", Err: err.Error()})
+		}
+		theirs := map[string]bool{}
+		for _, f := range scripts {
+			theirs[f.Path] = true
+		}
+		for _, f := range mine {
+			if !theirs[f.Path] {
+				bad = append(bad, Mismatch{Path: f.Path, Have: f.SHA256, Err: "a command of the plan runs it on this worker, but the run's client had no such file"})
+			}
+		}
+	}
+	if len(bad) > 0 {
+		abs, _ := filepath.Abs(baseDir)
+		return &FileMismatchError{BaseDir: abs, Files: bad}
+	}
+	return nil
+}
+
+// ScriptFiles digests the scripts p's commands name (builtins.Scripts) and
+// the knowledge stores' files that lie in the configuration directory
+// baseDir and are not among the plan's Files, with slash paths relative to
+// baseDir, sorted. A program
+// outside it (an interpreter in /usr/bin, a tool on PATH) belongs to the
+// machine, not the configuration, and is not listed.
+func ScriptFiles(p *plan.Plan, baseDir string) ([]plan.FileRef, error) {
+	root, err := filepath.Abs(baseDir)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, f := range p.Files {
+		known[f.Path] = true
+	}
+	var out []plan.FileRef
+	names := builtins.Scripts(p, root)
+	for _, k := range p.Knowledge {
+		// A store is read on the workers from their copy: the same file.
+		path := k.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, filepath.FromSlash(path))
+		}
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			names = append(names, path)
+		}
+	}
+	for _, name := range names {
+		rel, err := filepath.Rel(root, name)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+			continue
+		}
+		rel = filepath.ToSlash(rel)
+		if known[rel] {
+			continue
+		}
+		known[rel] = true
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s, a script a command of the plan runs: %w", rel, err)
+		}
+		sum := sha256.Sum256(b)
+		out = append(out, plan.FileRef{Path: rel, SHA256: hex.EncodeToString(sum[:])})
+	}
+	slices.SortFunc(out, func(a, b plan.FileRef) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// ScriptsDigest digests a list of scripts (ScriptFiles), none included:
+// what a workflow hands its activities, so that a worker builds one engine
+// per plan and scripts.
+func ScriptsDigest(scripts []plan.FileRef) string {
+	var b strings.Builder
+	b.WriteString("symbi/scripts/v1\n")
+	for _, f := range scripts {
+		b.WriteString(f.Path)
+		b.WriteByte(0)
+		b.WriteString(f.SHA256)
+		b.WriteByte('\n')
+	}
+	return seal.Digest([]byte(b.String()))
 }
 
 // Output is how a run ended: engine.Result in a form that crosses the wire.
@@ -166,8 +309,13 @@ func short(h string) string {
 // compiler read) against its digest, relative to baseDir. A file that is
 // missing or differs is a *FileMismatchError naming each.
 func VerifyFiles(p *plan.Plan, baseDir string) error {
+	return Verify(p, baseDir, false, nil)
+}
+
+// verify checks files (paths relative to baseDir) against their digests.
+func verify(files []plan.FileRef, baseDir string) []Mismatch {
 	var bad []Mismatch
-	for _, f := range p.Files {
+	for _, f := range files {
 		path := f.Path
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(baseDir, filepath.FromSlash(path))
@@ -182,11 +330,7 @@ func VerifyFiles(p *plan.Plan, baseDir string) error {
 			bad = append(bad, Mismatch{Path: f.Path, Want: f.SHA256, Have: have})
 		}
 	}
-	if len(bad) > 0 {
-		abs, _ := filepath.Abs(baseDir)
-		return &FileMismatchError{BaseDir: abs, Files: bad}
-	}
-	return nil
+	return bad
 }
 
 // Line is one line symbi-temporal writes on standard output for symbi:
