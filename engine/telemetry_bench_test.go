@@ -126,6 +126,66 @@ func BenchmarkReactLoop100Tracing(b *testing.B) {
 	b.ReportMetric(float64(spanBytes.Load())/float64(b.N+1), "exported-B/run")
 }
 
+// BenchmarkReactLoop100Telemetry is BenchmarkReactLoop100Tracing's run
+// with telemetry off or on, one of them a process: b.N runs of one engine,
+// nothing else. It is for counters that do not move with the machine's
+// load, which count a whole process: instructions under callgrind, whose
+// per-run figure is the difference between two -benchtime counts divided
+// by the difference in runs (the setup cancels out).
+//
+//	GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind engine.test \
+//	    -test.run '^$' -test.bench 'ReactLoop100Telemetry/on' -test.benchtime 5x
+func BenchmarkReactLoop100Telemetry(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			const iterations = 100
+			opts := Options{StateDir: b.TempDir(), LookupEnv: func(string) (string, bool) { return "", false }}
+			if on {
+				collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/x-protobuf")
+				}))
+				defer collector.Close()
+				cfg, err := telemetry.Configure(nil, func(k string) (string, bool) {
+					if k == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+						return collector.URL, true
+					}
+					return "", false
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.Fail = true
+				tel, err := telemetry.Start(context.Background(), cfg, telemetry.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tel.Shutdown(context.Background())
+				opts.Tracer, opts.Meter = tel.Tracer, tel.Meter
+			}
+			srv := fakeserver.New(b, fakeserver.WithHandler(counting(iterations)), fakeserver.WithoutHistory())
+			p, dir := fixture{"main.hcl": benchHCL(srv.URL(), iterations)}.compile(b)
+			opts.BaseDir = dir
+			e, err := New(p, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			ctx := context.Background()
+			for i := 0; i < b.N; i++ {
+				res, err := e.Run(ctx, "a", "count", RunOptions{})
+				if err != nil || res.Termination.Reason != Completed {
+					b.Fatalf("%v %v", err, res.Termination)
+				}
+			}
+		})
+	}
+}
+
 // processCPU is the CPU time the process has used, user and system.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
