@@ -48,6 +48,9 @@ type Config struct {
 	// Fail makes Start return an error when an exporter cannot be set up
 	// or its collector does not answer (on_failure = "fail").
 	Fail bool
+	// Batch is how ended spans are batched for an OTLP exporter
+	// (OTEL_BSP_*); zero fields take DefaultBatch's.
+	Batch Batch
 	// Source says where the configuration came from, for messages:
 	// "the telemetry block", "the environment" or both.
 	Source string
@@ -254,6 +257,21 @@ func Configure(t *plan.Telemetry, lookup func(string) (string, bool)) (Config, e
 			errs = append(errs, fmt.Errorf("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=%q: want true or false", v))
 		}
 		cfg.CaptureContent = b
+	}
+	// The batch span processor's settings, read as the SDK's processor
+	// reads them: a value that is not a positive integer is ignored.
+	for _, v := range []struct {
+		name string
+		set  func(int)
+	}{
+		{"OTEL_BSP_SCHEDULE_DELAY", func(n int) { cfg.Batch.Delay = time.Duration(n) * time.Millisecond }},
+		{"OTEL_BSP_EXPORT_TIMEOUT", func(n int) { cfg.Batch.Timeout = time.Duration(n) * time.Millisecond }},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", func(n int) { cfg.Batch.MaxQueue = n }},
+		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", func(n int) { cfg.Batch.MaxBatch = n }},
+	} {
+		if n, err := strconv.Atoi(env(v.name)); err == nil && n > 0 {
+			v.set(n)
+		}
 	}
 	if usedEnv {
 		sources = append(sources, "the environment")

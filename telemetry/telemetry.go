@@ -116,6 +116,10 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Telemetry, error) {
 				fmt.Fprintf(opts.Stderr, "symbi: telemetry: %v; traces are not exported\n", err)
 				continue
 			}
+			if se, ok := exp.(*spanExporter); ok {
+				tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(newSpanBatcher(se, cfg.Batch)))
+				continue
+			}
 			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp, popts...))
 		}
 		t.tp = sdktrace.NewTracerProvider(tpOpts...)

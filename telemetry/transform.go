@@ -47,6 +47,18 @@ func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	return nil
 }
 
+// exportEncoded sends an Export request of n spans that spanBatcher
+// encoded as the spans ended.
+func (e *spanExporter) exportEncoded(ctx context.Context, req []byte, n int) error {
+	if e.stopped.Load() {
+		return errors.New("the OTLP span exporter is shut down")
+	}
+	if err := e.c.export(ctx, req); err != nil {
+		return fmt.Errorf("exporting %d span(s) to %s: %w", n, e.c.url, err)
+	}
+	return nil
+}
+
 func (e *spanExporter) Shutdown(context.Context) error {
 	e.stopped.Store(true)
 	e.c.client.CloseIdleConnections()
