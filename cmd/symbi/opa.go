@@ -1,0 +1,4 @@
+package main
+
+// OPA policies are decided in this process.
+import _ "github.com/symbi-dev/symbi/policy/opa"
