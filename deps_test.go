@@ -62,7 +62,10 @@ var allowed = map[string][]string{
 	"policy": {"plan", "seal"},
 	// The OPA engine, registered with policy by whoever imports it: the
 	// helper symbi-opa, symbi-temporal, and tests.
-	"policy/opa":          {"plan", "policy"},
+	"policy/opa": {"plan", "policy"},
+	// The client of the symbi-opa helper and the helper's server loop:
+	// symbi decides Rego through it, without linking OPA.
+	"policy/opaproc":      {"plan", "policy"},
 	"budget":              {"plan", "provider"},
 	"routing":             {"plan"},
 	"convo":               {"plan", "provider", "stdlib"},
@@ -110,8 +113,10 @@ var allowed = map[string][]string{
 	// The Temporal runtime: the workflow runs the engine, never the
 	// compiler; what symbi shares with it (contract) has no SDK. Its own
 	// binary links the SDK, so symbi's start-up does not pay for it.
-	"temporal/contract":  {"budget", "engine", "journal", "plan", "policy", "seal"},
-	"temporal":           {"builtins", "engine", "journal", "plan", "policy", "provider", "seal", "temporal/contract"},
+	"temporal/contract": {"budget", "engine", "journal", "plan", "policy", "seal"},
+	"temporal":          {"builtins", "engine", "journal", "plan", "policy", "provider", "seal", "temporal/contract"},
+	// The OPA helper: policy/opa served over stdin and stdout.
+	"cmd/symbi-opa":      {"policy/opa", "policy/opaproc"},
 	"cmd/symbi-temporal": {"engine", "journal", "policy", "policy/opa", "temporal", "temporal/contract"},
 }
 
@@ -124,7 +129,7 @@ var thirdParty = []struct {
 	unreached []string
 }{
 	{"github.com/open-policy-agent/opa", []string{"policy/opa"},
-		[]string{"policy", "lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
+		[]string{"policy", "policy/opaproc", "lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
 	{"github.com/cedar-policy/cedar-go", []string{"policy"},
 		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"builtins"},
@@ -380,16 +385,17 @@ func TestDocImportRules(t *testing.T) {
 	// The words the doc comments use for packages.
 	implementations := []string{"provider/openai", "provider/scripted", "provider/fakeserver"}
 	words := map[string][]string{
-		"interp":   {"interp"},
-		"engine":   {"engine"},
-		"lang":     {"lang"},
-		"builtins": {"builtins"},
-		"tools":    {"builtins"},
-		"policy":   {"policy"},
-		"policies": {"policy"},
-		"budget":   {"budget"},
-		"journal":  {"journal"},
-		"repl":     {"repl"},
+		"interp":     {"interp"},
+		"engine":     {"engine"},
+		"lang":       {"lang"},
+		"builtins":   {"builtins"},
+		"tools":      {"builtins"},
+		"policy":     {"policy"},
+		"policies":   {"policy"},
+		"policy/opa": {"policy/opa"},
+		"budget":     {"budget"},
+		"journal":    {"journal"},
+		"repl":       {"repl"},
 	}
 	mustNot := regexp.MustCompile(`must not [^.;:]*?\bimport (.*?)(?:[.;:]|, and |$)`)
 	onlyBy := regexp.MustCompile(`must not be imported(?: by anything but (.*?))?(?:[.;:(]|$)`)

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/symbi-dev/symbi/policy/opa"
+	"github.com/symbi-dev/symbi/policy/opaproc"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "version", "--version":
+			fmt.Println(opaproc.Version())
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%s is started by symbi and speaks to it over stdin and stdout; it takes no arguments (version prints its build)\n", opaproc.Binary)
+		os.Exit(2)
+	}
+	if err := opaproc.Serve(context.Background(), os.Stdin, os.Stdout, opa.Engine{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
