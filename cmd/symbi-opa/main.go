@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 
 	"github.com/symbi-dev/symbi/policy/opa"
 	"github.com/symbi-dev/symbi/policy/opaproc"
@@ -19,6 +20,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s is started by symbi and speaks to it over stdin and stdout; it takes no arguments (version prints its build)\n", opaproc.Binary)
 		os.Exit(2)
 	}
+	// A Ctrl-C at the terminal reaches the whole process group: symbi
+	// decides what it means (cancel the run, interrupt the REPL's
+	// evaluation); the helper keeps serving until its stdin closes.
+	signal.Ignore(os.Interrupt)
 	if err := opaproc.Serve(context.Background(), os.Stdin, os.Stdout, opa.Engine{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
