@@ -3,12 +3,12 @@
 //
 // OPA's packages (with protobuf, jwx, yaml and its wasm compiler) cost every
 // process that links them their package init and the pages they map: about
-// 8 MiB of peak memory and a quarter of the time of a short run, whether or
-// not the plan has an opa policy (docs/benchmarks.md, phase 4). So symbi
-// does not link them: a Client is symbi's policy.OPAEngine, and the first
-// opa policy the process prepares starts the helper (found beside symbi's
-// executable, then on PATH: Find), which links package policy/opa and
-// serves requests over its stdin and stdout (Serve). A plan without an opa
+// 5 MiB of peak memory and a fifth of the instructions of a one-round run,
+// whether or not the plan has an opa policy (docs/benchmarks.md, phase 4).
+// So symbi does not link them: a Client is symbi's policy.OPAEngine, and the
+// first opa policy the process prepares starts the helper (found beside
+// symbi's executable, then on PATH: Find), which links package policy/opa
+// and serves requests over its stdin and stdout (Serve). A plan without an opa
 // policy never starts it.
 //
 // The protocol is JSON, one message a line, each request with an id its
