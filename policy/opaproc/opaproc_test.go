@@ -14,7 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 	"github.com/symbi-dev/symbi/policy/opa"
@@ -345,4 +347,43 @@ func TestMissingHelperFailsToLoad(t *testing.T) {
 	if !errors.As(err, &le) || le[0].Policy != "policy.a" || !strings.Contains(err.Error(), "symbi-opa") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// FuzzWireValue: a context or budget value crosses the pipe and becomes, in
+// the helper, the very OPA value (same text, digit for digit) that OPA
+// builds from the Go value in-process.
+func FuzzWireValue(f *testing.F) {
+	f.Add(int64(9007199254740993), 123456789012.0, uint64(math.MaxUint64), "x\"y", 0.000001, int32(-5))
+	f.Add(int64(-1), 1e300, uint64(0), "", 5.0, int32(0))
+	f.Fuzz(func(t *testing.T, i int64, x float64, u uint64, s string, y float64, small int32) {
+		in := map[string]any{"i": i, "x": x, "u": u, "s": s, "n": int(i),
+			"list": []any{y, s, nil, true, []string{s}}, "nested": map[string]any{"y": y, "m": map[string]string{s: s}},
+			"small": small, "f32": float32(y)}
+		want, werr := ast.InterfaceToValue(in)
+		w, err := opaMap(in)
+		if err != nil {
+			if math.IsNaN(x) || math.IsInf(x, 0) || math.IsNaN(y) || math.IsInf(y, 0) || !utf8.ValidString(s) {
+				return // refused, as the client refuses it: a deny
+			}
+			t.Fatalf("opaMap refused %v: %v", in, err)
+		}
+		if werr != nil {
+			t.Skipf("OPA itself refuses %v: %v", in, werr)
+		}
+		b, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back map[string]any
+		if err := decodeLine(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ast.InterfaceToValue(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("through the wire\n%s\nin-process\n%s", got, want)
+		}
+	})
 }

@@ -255,6 +255,19 @@ func opaValue(x any) (any, error) {
 		}
 		return out, nil
 	}
+	// What ast.InterfaceToValue hands to util.RoundTrip: its numbers are
+	// written directly, in RoundTrip's forms, the rest through JSON.
+	switch x := x.(type) {
+	case int8, int16, int32:
+		return json.Number(fmt.Sprint(x)), nil
+	case uint, uint8, uint16, uint32:
+		return json.Number(fmt.Sprint(x)), nil
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, errors.New("a number is not finite")
+		}
+		return json.Number(strconv.FormatFloat(float64(x), 'f', -1, 32)), nil
+	}
 	b, err := json.Marshal(x)
 	if err != nil {
 		return nil, err
