@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -52,7 +53,12 @@ func (c *Client) PrepareOPA(ctx context.Context, address string, pol plan.OPAPol
 	case resp.Error != "":
 		return nil, policy.LoadErrors{{Policy: address, Err: errors.New(resp.Error)}}
 	}
-	return &gate{p: p, handle: resp.Handle}, nil
+	g := &gate{p: p, handle: resp.Handle}
+	// A gate nobody holds any more is released in the helper, which would
+	// otherwise keep every policy a long process (the REPL's :gate
+	// prepares one per call) ever loaded.
+	runtime.AddCleanup(g, p.release, resp.Handle)
+	return g, nil
 }
 
 // start runs the helper once; a failure is remembered, as the helper is
@@ -214,6 +220,16 @@ func (p *proc) call(ctx context.Context, req *request) (response, error) {
 	}
 }
 
+// release tells the helper to forget a policy, without waiting for its
+// answer: it runs as a cleanup, which must not block.
+func (p *proc) release(handle uint64) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = p.call(ctx, &request{Op: opRelease, Handle: handle})
+	}()
+}
+
 func (p *proc) forget(id uint64) {
 	p.mu.Lock()
 	delete(p.pending, id)
@@ -274,6 +290,7 @@ func (g *gate) ask(ctx context.Context, op string, in policy.Input) (policy.Deci
 		return deny("opa: building the input: %v", err), ""
 	}
 	resp, err := g.p.call(ctx, &request{Op: op, Handle: g.handle, Input: w})
+	runtime.KeepAlive(g) // not released while its request is in flight
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return deny("opa: not decided: %v", err), ""
@@ -290,6 +307,7 @@ func (g *gate) ask(ctx context.Context, op string, in policy.Input) (policy.Deci
 // RegoTests runs the policy's Rego tests in the helper.
 func (g *gate) RegoTests(ctx context.Context) []policy.TestResult {
 	resp, err := g.p.call(ctx, &request{Op: opTests, Handle: g.handle})
+	runtime.KeepAlive(g)
 	if err == nil && resp.Error != "" {
 		err = errors.New(resp.Error)
 	}
@@ -302,6 +320,7 @@ func (g *gate) RegoTests(ctx context.Context) []policy.TestResult {
 // Impure asks the helper which nondeterministic built-ins the policy calls.
 func (g *gate) Impure(ctx context.Context) ([]string, error) {
 	resp, err := g.p.call(ctx, &request{Op: opImpure, Handle: g.handle})
+	runtime.KeepAlive(g)
 	if err == nil && resp.Error != "" {
 		err = errors.New(resp.Error)
 	}

@@ -21,7 +21,9 @@
 // its numbers written as OPA reads them from Go values and its arguments as
 // their bytes, so the helper builds the very input document symbi would
 // have built in-process; a string that is not UTF-8, which JSON cannot
-// carry, is a deny. If the helper dies, every later decision is a deny
+// carry, is a deny. A policy symbi no longer holds is released in the helper
+// (a cleanup of its gate), so a long REPL session does not grow it. If the
+// helper dies, every later decision is a deny
 // marked as an engine error (fail closed), and it exits when its stdin
 // closes, so it never outlives symbi.
 //

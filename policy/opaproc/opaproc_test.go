@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -386,4 +387,44 @@ func FuzzWireValue(f *testing.F) {
 			t.Fatalf("through the wire\n%s\nin-process\n%s", got, want)
 		}
 	})
+}
+
+// TestDroppedGatesAreReleased: a policy nobody holds is forgotten by the
+// helper, so a REPL that prepares one per :gate does not grow it forever.
+func TestDroppedGatesAreReleased(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ref := writePolicy(t, dir, "allow.rego", "package a\n\ndecision := true\n")
+	pol := plan.OPAPolicy{Modules: []plan.FileRef{ref}, Query: "data.a.decision"}
+	c := newClient(t)
+	kept, err := c.PrepareOPA(ctx, "policy.a", pol, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := c.PrepareOPA(ctx, "policy.a", pol, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	p := c.proc
+	c.mu.Unlock()
+	held := func() uint64 {
+		resp, err := p.call(ctx, &request{Op: opCount})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Handle
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for held() > 1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := held(); n != 1 {
+		t.Errorf("the helper holds %d policies, want the 1 still referenced", n)
+	}
+	if d := kept.Decide(ctx, policy.Input{Action: policy.Action{Type: policy.ToolCall, Tool: "x"}}); d.Outcome != policy.Allow {
+		t.Errorf("the kept gate after the others were released: %+v", d)
+	}
 }

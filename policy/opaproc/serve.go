@@ -92,6 +92,18 @@ func (s *server) handle(ctx context.Context, req *request) *response {
 		}
 		return resp
 	}
+	switch req.Op {
+	case opRelease:
+		s.mu.Lock()
+		delete(s.gates, req.Handle)
+		s.mu.Unlock()
+		return resp
+	case opCount:
+		s.mu.RLock()
+		resp.Handle = uint64(len(s.gates))
+		s.mu.RUnlock()
+		return resp
+	}
 	s.mu.RLock()
 	g := s.gates[req.Handle]
 	s.mu.RUnlock()

@@ -48,6 +48,8 @@ const (
 	opExplain = "explain"
 	opTests   = "tests"
 	opImpure  = "impure"
+	opRelease = "release" // the client dropped the policy: the helper forgets it
+	opCount   = "count"   // how many policies the helper holds, in Handle (tests)
 )
 
 // request is one line symbi writes to the helper.
