@@ -23,9 +23,9 @@
 // have built in-process; a string that is not UTF-8, which JSON cannot
 // carry, is a deny. A policy symbi no longer holds is released in the helper
 // (a cleanup of its gate), so a long REPL session does not grow it. If the
-// helper dies, every later decision is a deny
-// marked as an engine error (fail closed), and it exits when its stdin
-// closes, so it never outlives symbi.
+// helper dies, every later decision is a deny marked as an engine error
+// (fail closed), and it exits when its stdin closes, so it never outlives
+// symbi.
 //
 // This package must not import OPA (policy/opa): cmd/symbi imports it, and
 // deps_test.go keeps OPA out of symbi's binary.
