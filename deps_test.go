@@ -59,7 +59,13 @@ var allowed = map[string][]string{
 	"lockfile": {"plan"},
 
 	// Leaves over plans.
-	"policy":              {"plan", "seal"},
+	"policy": {"plan", "seal"},
+	// The OPA engine, registered with policy by whoever imports it: the
+	// helper symbi-opa, symbi-temporal, and tests.
+	"policy/opa": {"plan", "policy"},
+	// The client of the symbi-opa helper and the helper's server loop:
+	// symbi decides Rego through it, without linking OPA.
+	"policy/opaproc":      {"plan", "policy"},
 	"budget":              {"plan", "provider"},
 	"routing":             {"plan"},
 	"convo":               {"plan", "provider", "stdlib"},
@@ -102,14 +108,16 @@ var allowed = map[string][]string{
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"decisionlog", "engine", "internal/exepages", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "provider/cassette", "repl", "symbitest", "telemetry", "temporal/contract"},
+	"cmd/symbi": {"decisionlog", "engine", "internal/exepages", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "policy/opaproc", "provider/cassette", "repl", "symbitest", "telemetry", "temporal/contract"},
 
 	// The Temporal runtime: the workflow runs the engine, never the
 	// compiler; what symbi shares with it (contract) has no SDK. Its own
 	// binary links the SDK, so symbi's start-up does not pay for it.
-	"temporal/contract":  {"budget", "builtins", "engine", "journal", "plan", "policy", "seal"},
-	"temporal":           {"builtins", "engine", "journal", "knowledge", "plan", "policy", "provider", "seal", "temporal/contract"},
-	"cmd/symbi-temporal": {"engine", "journal", "policy", "temporal", "temporal/contract"},
+	"temporal/contract": {"budget", "builtins", "engine", "journal", "plan", "policy", "seal"},
+	"temporal":          {"builtins", "engine", "journal", "knowledge", "plan", "policy", "provider", "seal", "temporal/contract"},
+	// The OPA helper: policy/opa served over stdin and stdout.
+	"cmd/symbi-opa":      {"policy/opa", "policy/opaproc"},
+	"cmd/symbi-temporal": {"engine", "journal", "policy", "policy/opa", "temporal", "temporal/contract"},
 }
 
 // thirdParty holds modules that are large or costly at init, or that only
@@ -120,8 +128,11 @@ var thirdParty = []struct {
 	importers []string
 	unreached []string
 }{
-	{"github.com/open-policy-agent/opa", []string{"policy"},
-		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
+	// OPA only in its engine, linked by the symbi-opa helper, symbi-temporal
+	// and tests: symbi itself never links it (policy/opaproc talks to the
+	// helper), so no command pays for OPA's package init.
+	{"github.com/open-policy-agent/opa", []string{"policy/opa"},
+		[]string{"cmd/symbi", "repl", "symbitest", "interp", "engine", "builtins", "journal", "policy", "policy/opaproc", "lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
 	{"github.com/cedar-policy/cedar-go", []string{"policy"},
 		[]string{"lang", "plan", "plan/eval", "stdlib", "budget", "routing", "convo", "knowledge", "seal", "provider", "provider/openai", "provider/scripted", "provider/fakeserver"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"builtins"},
@@ -377,16 +388,17 @@ func TestDocImportRules(t *testing.T) {
 	// The words the doc comments use for packages.
 	implementations := []string{"provider/openai", "provider/scripted", "provider/fakeserver"}
 	words := map[string][]string{
-		"interp":   {"interp"},
-		"engine":   {"engine"},
-		"lang":     {"lang"},
-		"builtins": {"builtins"},
-		"tools":    {"builtins"},
-		"policy":   {"policy"},
-		"policies": {"policy"},
-		"budget":   {"budget"},
-		"journal":  {"journal"},
-		"repl":     {"repl"},
+		"interp":     {"interp"},
+		"engine":     {"engine"},
+		"lang":       {"lang"},
+		"builtins":   {"builtins"},
+		"tools":      {"builtins"},
+		"policy":     {"policy"},
+		"policies":   {"policy"},
+		"policy/opa": {"policy/opa"},
+		"budget":     {"budget"},
+		"journal":    {"journal"},
+		"repl":       {"repl"},
 	}
 	mustNot := regexp.MustCompile(`must not [^.;:]*?\bimport (.*?)(?:[.;:]|, and |$)`)
 	onlyBy := regexp.MustCompile(`must not be imported(?: by anything but (.*?))?(?:[.;:(]|$)`)

@@ -40,11 +40,13 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// symbi-opa beside symbi, where symbi looks for it first: the OPA
+	// policies run in it, as a user's would.
 	bin := filepath.Join(dir, "symbi")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/symbi")
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/symbi", "./cmd/symbi-opa")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/symbi: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/symbi ./cmd/symbi-opa: %v\n%s", err, out)
 		return 1
 	}
 	symbiBin = bin

@@ -1,8 +1,11 @@
 // Package policy decides every action an agent proposes before it happens.
 //
 // One Gate interface, three engines — built-in rules (NewRules), OPA/Rego v1
-// (NewOPA) and Cedar (NewCedar) — each prepared once by FromPlan and safe for
-// concurrent use: a decision only builds its input and evaluates. Any engine
+// (an OPAEngine: package policy/opa in-process, or the symbi-opa helper
+// through policy/opaproc, registered with RegisterOPA) and Cedar
+// (NewCedar) — each prepared once by FromPlan and safe for concurrent use: a
+// decision only builds its input and evaluates. Without a registered OPA
+// engine an opa policy does not load (ErrNoOPAEngine). Any engine
 // failure is a Deny whose reason carries the error (fail closed). A Loader
 // prepares several policies of one plan, deriving what they share from the
 // plan (the Cedar entities, each Cedar schema) once.
@@ -34,6 +37,6 @@
 // `symbi policy eval --explain`. docs/policy.md is the user's guide.
 //
 // This package must not import interp, the engine, budget, providers or
-// builtins; it may import plan and seal. Its input carries its own plain
+// builtins, nor OPA; it may import plan and seal. Its input carries its own plain
 // Usage rather than the budget's Amount.
 package policy

@@ -99,7 +99,7 @@ func (l *Loader) prepare(ctx context.Context, addr string) (Gate, error) {
 		}
 		return r, nil
 	case pol.Kind == "opa" && pol.OPA != nil:
-		return NewOPA(ctx, addr, *pol.OPA, l.baseDir)
+		return PrepareOPA(ctx, addr, *pol.OPA, l.baseDir)
 	case pol.Kind == "cedar" && pol.Cedar != nil:
 		return l.cedar(addr, *pol.Cedar)
 	}

@@ -38,3 +38,17 @@ func TestFromPlanBadInput(t *testing.T) {
 		t.Error("QueueApprover without a Queue: want an error, not a panic")
 	}
 }
+
+// TestOPAWithoutEngineFailsClosed: this test binary links no OPA engine, so
+// an opa policy does not load (it never becomes a gate that allows).
+func TestOPAWithoutEngineFailsClosed(t *testing.T) {
+	p := testPlan(opaPolicy("policy.rego", "data.g.decision", file("g.rego", "package g\n\ndecision := true\n")))
+	g, err := FromPlan(context.Background(), p, "policy.rego", t.TempDir())
+	if g != nil || !errors.Is(err, ErrNoOPAEngine) || !strings.Contains(err.Error(), "policy/opa") {
+		t.Fatalf("FromPlan without an OPA engine: %v, %v; want ErrNoOPAEngine saying what to link", g, err)
+	}
+	var le LoadErrors
+	if !errors.As(err, &le) || le[0].Policy != "policy.rego" {
+		t.Errorf("want LoadErrors naming the policy, got %#v", err)
+	}
+}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
-	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/symbi-dev/symbi/plan"
 )
 
@@ -93,13 +89,16 @@ func RunTests(ctx context.Context, p *plan.Plan, baseDir string) []TestResult {
 			results = append(results, TestResult{Name: pol.Address, Kind: "rego", Location: pol.Range.String(), Errored: true, Message: err.Error()})
 			continue
 		}
-		o := g.(*OPA)
-		key := modulePaths(o.modules) + fmt.Sprint(pol.OPA.Data)
+		o, ok := g.(OPAGate)
+		if !ok {
+			continue
+		}
+		key := modulePaths(pol.OPA.Modules) + fmt.Sprint(pol.OPA.Data)
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		results = append(results, runRegoTests(ctx, pol.Address, o)...)
+		results = append(results, o.RegoTests(ctx)...)
 	}
 	return results
 }
@@ -152,58 +151,6 @@ func agentUsing(p *plan.Plan, policy string) string {
 	return "agent.test"
 }
 
-func runRegoTests(ctx context.Context, address string, o *OPA) []TestResult {
-	modules := map[string]*ast.Module{}
-	for path, src := range o.sources {
-		m, err := ast.ParseModuleWithOpts(path, src, ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
-		if err != nil {
-			return []TestResult{{Name: address, Kind: "rego", Errored: true, Message: err.Error()}}
-		}
-		modules[path] = m
-	}
-	store := inmem.NewFromObjectWithOpts(o.data, inmem.OptRoundTripOnWrite(false))
-	ch, err := tester.NewRunner().
-		SetDefaultRegoVersion(ast.RegoV1).
-		SetModules(modules).
-		SetStore(store).
-		CapturePrintOutput(true).
-		RaiseBuiltinErrors(true). // as the gate evaluates them
-		RunTests(ctx, nil)
-	if err != nil {
-		return []TestResult{{Name: address, Kind: "rego", Errored: true, Message: err.Error()}}
-	}
-	var out []TestResult
-	for res := range ch {
-		r := TestResult{
-			Name:    fmt.Sprintf("%s %s.%s", address, res.Package, res.Name),
-			Kind:    "rego",
-			Elapsed: res.Duration,
-			Skipped: res.Skip,
-		}
-		if res.Location != nil {
-			r.Location = fmt.Sprintf("%s:%d", res.Location.File, res.Location.Row)
-		}
-		switch {
-		case res.Skip:
-		case res.Error != nil:
-			r.Errored, r.Message = true, res.Error.Error()
-		case res.Fail:
-			r.Message = "test rule is false or undefined"
-			if res.FailedAt != nil {
-				r.Message += fmt.Sprintf(" (failed at %s: %s)", res.FailedAt.Location, res.FailedAt)
-			}
-			if len(res.Output) > 0 {
-				r.Message += "\n" + strings.TrimRight(string(res.Output), "\n")
-			}
-		default:
-			r.Passed = true
-		}
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b TestResult) int { return cmp.Compare(a.Location, b.Location) })
-	return out
-}
-
 // Explain decides in with g and describes why: the Rego trace of an OPA
 // policy, the request and determining policies of a Cedar one, the matching
 // pattern of built-in rules.
@@ -211,8 +158,10 @@ func Explain(ctx context.Context, g Gate, in Input) (Decision, string) {
 	var buf bytes.Buffer
 	var d Decision
 	switch g := g.(type) {
-	case *OPA:
-		d = g.explain(ctx, in, &buf)
+	case OPAGate:
+		var text string
+		d, text = g.Explain(ctx, in)
+		buf.WriteString(text)
 	case *Cedar:
 		d = g.explain(in, &buf)
 	case *Rules:
@@ -236,6 +185,18 @@ func (r *Rules) explain(w io.Writer) {
 		fmt.Fprintf(w, "%-5s = [%s]\n", group.name, strings.Join(texts, ", "))
 	}
 	fmt.Fprintln(w, "deny wins, then ask, then allow; no match is not_applicable")
+}
+
+// modulePaths are the modules' paths, sorted: which modules a policy runs,
+// whatever their order in the plan.
+func modulePaths(refs []plan.FileRef) string {
+	paths := make([]string, 0, len(refs))
+	for _, r := range refs {
+		paths = append(paths, r.Path)
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	return fmt.Sprint(paths)
 }
 
 // AgentFor names the agent a policy is evaluated for when none is given:

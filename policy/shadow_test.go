@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/symbi-dev/symbi/plan"
 )
 
 // seen is a gate that records the arguments it was given and decides o.
@@ -68,37 +66,5 @@ func TestChainShadow(t *testing.T) {
 	v = only.Gate(context.Background(), Input{Agent: AgentInfo{Name: "a"}, Action: in.Action})
 	if v.Approved.Valid() || !strings.Contains(v.Decision.Reason, "all of its policies are in shadow mode") {
 		t.Errorf("only shadow policies: %+v", v.Decision)
-	}
-}
-
-// TestDecisionsMarkEngineErrors: a deny an engine maps from a failure is
-// marked, a deny the policy decided is not.
-func TestDecisionsMarkEngineErrors(t *testing.T) {
-	ctx := context.Background()
-	broken := opaPolicy("policy.broken", "data.b.decision", file("b.rego", "package b\n\ndecision := \"allow\" if to_number(\"x\") > 0\n"))
-	decided := rulesPolicy("policy.rules", plan.RulesPolicy{Deny: []string{"shell"}})
-	p := testPlan(broken, decided)
-	in := Input{Action: Action{Type: ToolCall, Tool: "shell", Arguments: json.RawMessage(`{}`)}}
-	if d := mustGate(t, p, "policy.broken").Decide(ctx, in); d.Outcome != Deny || !d.EngineError {
-		t.Errorf("an OPA evaluation error: %+v, want a deny marked as an engine error", d)
-	}
-	if d := mustGate(t, p, "policy.rules").Decide(ctx, in); d.Outcome != Deny || d.EngineError {
-		t.Errorf("a rules deny: %+v, want a deny that is a decision", d)
-	}
-	panics := NewChain([]Link{{Address: "policy.p", Gate: gateFunc(func(context.Context, Input) Decision { panic("boom") })}}, "deny", nil)
-	if v := panics.Gate(ctx, in); !v.Decision.EngineError {
-		t.Errorf("a panic: %+v, want an engine error", v.Decision)
-	}
-	// The version is the policy's content: the same rules, the same
-	// version, whatever the address; other rules, another.
-	a := Version(decided)
-	other := decided
-	other.Address = "policy.elsewhere"
-	if Version(other) != a {
-		t.Errorf("the version depends on the address")
-	}
-	other.Rules = &plan.RulesPolicy{Deny: []string{"shell", "curl"}}
-	if Version(other) == a || !strings.HasPrefix(a, "sha256:") {
-		t.Errorf("versions %s and %s", a, Version(other))
 	}
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the OPA CLI at the version go.mod names (the OPA symbi embeds), from
+# Installs the OPA CLI at the version go.mod names (the OPA symbi-opa links), from
 # the Go module proxy, and prints the binary's path. The binary is kept under
 # the Go build cache's parent directory (symbi-tools/opa-VERSION/opa, beside
 # go-build), which CI caches with the build cache, and reused when present.

@@ -319,11 +319,13 @@ func replayable(p *plan.Plan, baseDir string) error {
 		if pol.OPA == nil {
 			continue
 		}
-		o, err := policy.NewOPA(context.Background(), pol.Address, *pol.OPA, baseDir)
+		o, err := policy.PrepareOPA(context.Background(), pol.Address, *pol.OPA, baseDir)
 		if err != nil {
 			continue
 		}
-		if names := o.Impure(); len(names) > 0 {
+		if names, err := o.Impure(context.Background()); err != nil {
+			out = append(out, fmt.Errorf("%s: %v", pol.Address, err))
+		} else if len(names) > 0 {
 			out = append(out, fmt.Errorf("%s calls %s, whose result may differ from one evaluation to the next: on Temporal the gate decides in the workflow, whose replay must take the same decisions (docs/temporal.md); give the policy what it needs in its input or data instead", pol.Address, strings.Join(names, ", ")))
 		}
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/symbi-dev/symbi/engine"
 	"github.com/symbi-dev/symbi/policy"
+	_ "github.com/symbi-dev/symbi/policy/opa" // workflows decide Rego in the worker's process
 	"github.com/symbi-dev/symbi/temporal"
 	"github.com/symbi-dev/symbi/temporal/contract"
 )

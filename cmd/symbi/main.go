@@ -88,7 +88,10 @@ func main() {
 	// fault, for code no command runs again: let go of it before the
 	// command starts (internal/exepages). Failing to is harmless.
 	_, _ = exepages.Trim()
-	os.Exit(run(context.Background(), os.Args[1:]))
+	opa := useOPAHelper()
+	code := run(context.Background(), os.Args[1:])
+	_ = opa.Close() // the helper also exits when symbi does, its stdin closed
+	os.Exit(code)
 }
 
 // run executes the command line and returns the process exit code; tests

@@ -1,4 +1,4 @@
-package policy
+package opa
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/symbi-dev/symbi/plan"
+
+	. "github.com/symbi-dev/symbi/policy"
 )
 
 func TestRunTests(t *testing.T) {

@@ -1,4 +1,4 @@
-package policy
+package opa
 
 import (
 	"bytes"
@@ -16,7 +16,22 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/policy"
 )
+
+func init() { policy.RegisterOPA(Engine{}) }
+
+// Engine prepares OPA policies in this process (policy.OPAEngine).
+type Engine struct{}
+
+// PrepareOPA is NewOPA.
+func (Engine) PrepareOPA(ctx context.Context, address string, pol plan.OPAPolicy, baseDir string) (policy.OPAGate, error) {
+	o, err := NewOPA(ctx, address, pol, baseDir)
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
 
 // OPA decides with Rego v1 modules. The query is compiled and prepared once,
 // in NewOPA; Decide only builds the input document and evaluates, so one OPA
@@ -36,14 +51,14 @@ type OPA struct {
 // compiled. Every problem is reported, each with its file and line.
 func NewOPA(ctx context.Context, address string, pol plan.OPAPolicy, baseDir string) (*OPA, error) {
 	o := &OPA{address: address, query: pol.Query, modules: map[string]*ast.Module{}, sources: map[string]string{}}
-	var errs LoadErrors
+	var errs policy.LoadErrors
 	if len(pol.Modules) == 0 {
-		errs = append(errs, &LoadError{Policy: address, Err: errors.New("opa: no modules")})
+		errs = append(errs, &policy.LoadError{Policy: address, Err: errors.New("opa: no modules")})
 	}
 	for _, ref := range pol.Modules {
 		text, err := ref.Load(baseDir)
 		if err != nil {
-			errs = append(errs, &LoadError{Policy: address, File: ref.Path, Err: err})
+			errs = append(errs, &policy.LoadError{Policy: address, File: ref.Path, Err: err})
 			continue
 		}
 		m, err := ast.ParseModuleWithOpts(ref.Path, string(text), ast.ParserOptions{RegoVersion: ast.RegoV1})
@@ -58,7 +73,7 @@ func NewOPA(ctx context.Context, address string, pol plan.OPAPolicy, baseDir str
 	if pol.Data != nil {
 		var err error
 		if data, err = loadData(*pol.Data, baseDir); err != nil {
-			errs = append(errs, &LoadError{Policy: address, File: pol.Data.Path, Line: jsonErrorLine(err, *pol.Data, baseDir), Err: err})
+			errs = append(errs, &policy.LoadError{Policy: address, File: pol.Data.Path, Line: jsonErrorLine(err, *pol.Data, baseDir), Err: err})
 		}
 	}
 	if len(errs) > 0 {
@@ -70,10 +85,10 @@ func NewOPA(ctx context.Context, address string, pol plan.OPAPolicy, baseDir str
 	}
 	query, err := ast.ParseRef(pol.Query)
 	if err != nil || !query.HasPrefix(ast.DefaultRootRef) {
-		return nil, LoadErrors{{Policy: address, Err: fmt.Errorf("opa: query %q is not a reference into data, like data.symbi.gate.decision", pol.Query)}}
+		return nil, policy.LoadErrors{{Policy: address, Err: fmt.Errorf("opa: query %q is not a reference into data, like data.symbi.gate.decision", pol.Query)}}
 	}
 	if len(compiler.GetRules(query)) == 0 && !dataHas(data, query) {
-		return nil, LoadErrors{{Policy: address, Err: fmt.Errorf("opa: %w: %s is defined by no rule in %s and no data", ErrUndefinedQuery, pol.Query, modulePaths(o.modules))}}
+		return nil, policy.LoadErrors{{Policy: address, Err: fmt.Errorf("opa: %w: %s is defined by no rule in %s and no data", policy.ErrUndefinedQuery, pol.Query, modulePaths(o.modules))}}
 	}
 	o.data = data
 	o.store = inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false))
@@ -95,11 +110,11 @@ func NewOPA(ctx context.Context, address string, pol plan.OPAPolicy, baseDir str
 
 // Decide evaluates the prepared query. An undefined result, an evaluation
 // error and a result of the wrong shape are all denies.
-func (o *OPA) Decide(ctx context.Context, in Input) Decision {
+func (o *OPA) Decide(ctx context.Context, in policy.Input) policy.Decision {
 	return o.decide(ctx, in, nil)
 }
 
-func (o *OPA) decide(ctx context.Context, in Input, tracer topdown.QueryTracer) Decision {
+func (o *OPA) decide(ctx context.Context, in policy.Input, tracer topdown.QueryTracer) policy.Decision {
 	if err := ctx.Err(); err != nil {
 		return o.deny("opa: not decided: %v", err)
 	}
@@ -118,7 +133,7 @@ func (o *OPA) decide(ctx context.Context, in Input, tracer topdown.QueryTracer) 
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return o.deny("opa: %s is undefined for this input (an undefined decision is a deny)", o.query)
 	}
-	d, err := decodeDecision(rs[0].Expressions[0].Value)
+	d, err := policy.DecodeDecision(rs[0].Expressions[0].Value)
 	if err != nil {
 		return o.deny("opa: %s: %v", o.query, err)
 	}
@@ -127,14 +142,20 @@ func (o *OPA) decide(ctx context.Context, in Input, tracer topdown.QueryTracer) 
 }
 
 // deny is the deny an OPA failure maps to: no decision was reached.
-func (o *OPA) deny(format string, args ...any) Decision {
-	return Decision{Outcome: Deny, Reason: fmt.Sprintf(format, args...), Engine: "opa", EngineError: true}
+func (o *OPA) deny(format string, args ...any) policy.Decision {
+	return policy.Decision{Outcome: policy.Deny, Reason: fmt.Sprintf(format, args...), Engine: "opa", EngineError: true}
 }
 
-// explain decides with a trace of the evaluation, for `policy eval --explain`.
+// Explain decides with a trace of the evaluation, for `policy eval --explain`.
 // The input document comes first, on one line of JSON, so the decision can
 // be reproduced with the OPA CLI (`opa eval -i`) over the same modules.
-func (o *OPA) explain(ctx context.Context, in Input, w io.Writer) Decision {
+func (o *OPA) Explain(ctx context.Context, in policy.Input) (policy.Decision, string) {
+	var buf bytes.Buffer
+	d := o.explain(ctx, in, &buf)
+	return d, buf.String()
+}
+
+func (o *OPA) explain(ctx context.Context, in policy.Input, w io.Writer) policy.Decision {
 	if doc, err := inputJSON(in); err == nil {
 		fmt.Fprintf(w, "input: %s\n\n", doc)
 	}
@@ -145,7 +166,7 @@ func (o *OPA) explain(ctx context.Context, in Input, w io.Writer) Decision {
 }
 
 // inputJSON is the input document OPA evaluates, as compact JSON.
-func inputJSON(in Input) ([]byte, error) {
+func inputJSON(in policy.Input) ([]byte, error) {
 	v, err := inputValue(in)
 	if err != nil {
 		return nil, err
@@ -165,18 +186,18 @@ func inputJSON(in Input) ([]byte, error) {
 
 // regoErrors turns OPA's errors into LoadErrors with file and line, so the
 // message reads "policies/tools.rego:12: rego_parse_error: ...".
-func regoErrors(address, file string, err error) LoadErrors {
+func regoErrors(address, file string, err error) policy.LoadErrors {
 	var astErrs ast.Errors
 	if !errors.As(err, &astErrs) {
 		var one *ast.Error
 		if !errors.As(err, &one) {
-			return LoadErrors{{Policy: address, File: file, Err: fmt.Errorf("opa: %w", err)}}
+			return policy.LoadErrors{{Policy: address, File: file, Err: fmt.Errorf("opa: %w", err)}}
 		}
 		astErrs = ast.Errors{one}
 	}
-	out := make(LoadErrors, 0, len(astErrs))
+	out := make(policy.LoadErrors, 0, len(astErrs))
 	for _, e := range astErrs {
-		le := &LoadError{Policy: address, File: file, Err: fmt.Errorf("%s: %s", e.Code, e.Message)}
+		le := &policy.LoadError{Policy: address, File: file, Err: fmt.Errorf("%s: %s", e.Code, e.Message)}
 		if e.Location != nil {
 			if e.Location.File != "" {
 				le.File = e.Location.File
@@ -243,4 +264,36 @@ func modulePaths(m map[string]*ast.Module) string {
 	}
 	slices.Sort(paths)
 	return fmt.Sprint(paths)
+}
+
+// decodeJSON decodes exactly one JSON value with numbers kept as json.Number.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
 }

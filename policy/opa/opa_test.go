@@ -1,4 +1,4 @@
-package policy
+package opa
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/symbi-dev/symbi/plan"
+
+	. "github.com/symbi-dev/symbi/policy"
 )
 
 const gateRego = `package symbi.gate

@@ -1,4 +1,4 @@
-package policy
+package opa
 
 import (
 	"context"
@@ -37,7 +37,7 @@ decision := {"outcome": "allow", "reason": "x"}`, []string{"http.send"}},
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := o.Impure(); !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			if got, _ := o.Impure(context.Background()); !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
 				t.Errorf("Impure() = %v, want %v", got, c.want)
 			}
 		})

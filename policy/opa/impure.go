@@ -1,6 +1,7 @@
-package policy
+package opa
 
 import (
+	"context"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -12,7 +13,7 @@ import (
 // net.lookup_ip_addr, opa.runtime, io.jwt.decode_verify, …), sorted, each
 // once. A runtime that replays a run's decisions (Temporal) cannot take
 // such a policy: a replay could decide otherwise.
-func (o *OPA) Impure() []string {
+func (o *OPA) Impure(context.Context) ([]string, error) {
 	seen := map[string]bool{}
 	note := func(op ast.Ref) {
 		name := op.String()
@@ -41,5 +42,5 @@ func (o *OPA) Impure() []string {
 		out = append(out, n)
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }
