@@ -15,6 +15,10 @@
 // faults and no CPU time measurable in paired runs (docs/benchmarks.md,
 // "Phase 3").
 //
+// Trim may be called again: `symbi run` calls it once more when the loop
+// has gone round twice, to let go of what only started the run (the
+// compile, the plan's encoding, building the toolbox).
+//
 // madvise(MADV_RANDOM), which turns off read-ahead for a mapping, does not
 // turn off fault-around (measured on Linux 6.18: the same faults and the
 // same resident size), so the pages are dropped after init instead.
