@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/plan"
+	"github.com/symbi-dev/symbi/seal"
 )
 
 // fixture is a configuration written to a temporary directory: files by
@@ -144,5 +147,36 @@ func TestQuickstart(t *testing.T) {
 	}
 	if strings.Join(rec.types(), " ") != strings.Join(want, " ") {
 		t.Errorf("observer saw %v", rec.types())
+	}
+}
+
+// TestEncodePlanAhead: a run whose plan was encoded ahead, while it was
+// starting, saves the plan's canonical JSON and records its digest, as a
+// run that encodes it itself does.
+func TestEncodePlanAhead(t *testing.T) {
+	cfg, diags := interp.Compile("../examples/quickstart.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	want, err := plan.Encode(cfg.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newEngine(t, cfg.Plan, cfg.BaseDir, nil)
+	e.EncodePlanAhead()
+	res := mustRun(t, e, "", "What is 6 * 7?", RunOptions{})
+	got, err := os.ReadFile(filepath.Join(journal.RunDir(e.StateDir(), res.RunID), journal.PlanFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("plan.json is not plan.Encode's:\n%s", got)
+	}
+	var st journal.StartedData
+	if err := json.Unmarshal(journalOf(t, e, res.RunID)[0].Data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.PlanDigest != seal.Digest(want) {
+		t.Errorf("started line's plan digest %q, want %q", st.PlanDigest, seal.Digest(want))
 	}
 }
