@@ -92,6 +92,11 @@ func TestOPAHelperOnlyForOPAPolicies(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "symbi-opa is neither beside symbi") || !strings.Contains(r.stderr, "go build -o bin/ ./cmd/...") {
 		t.Fatalf("an opa policy without symbi-opa: want exit 2 saying how to build it\n%s", r)
 	}
+	// The policy is not invalid: what decides it is missing, and the
+	// diagnostic says so rather than blaming the Rego.
+	if !strings.Contains(r.stderr, "Error: No OPA engine") || strings.Contains(r.stderr, "Invalid Rego policy") {
+		t.Fatalf("an opa policy without symbi-opa: want the diagnostic headed \"No OPA engine\"\n%s", r)
+	}
 }
 
 // repoExamples is a copy of the repository's examples, for runs that write

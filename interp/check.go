@@ -449,7 +449,13 @@ func (c *compiler) checkPolicies(ctx context.Context) {
 			var les policy.LoadErrors
 			if errors.As(err, &les) && len(les) > 0 {
 				for _, le := range les {
-					c.errorf(c.policyFileRange(pol, le.File), "Invalid "+kindName(pol.Kind)+" policy", "%s.", strings.TrimSuffix(le.Error(), "."))
+					summary := "Invalid " + kindName(pol.Kind) + " policy"
+					if errors.Is(le.Err, policy.ErrNoOPAEngine) {
+						// The policy may be fine: what is missing is
+						// what decides it (the symbi-opa helper).
+						summary = "No OPA engine"
+					}
+					c.errorf(c.policyFileRange(pol, le.File), summary, "%s.", strings.TrimSuffix(le.Error(), "."))
 				}
 				continue
 			}

@@ -354,5 +354,5 @@ func Find() (string, error) {
 	if beside == "" {
 		dir = "DIR"
 	}
-	return "", fmt.Errorf("opa: %s is neither beside symbi (in %s) nor on PATH: it runs symbi's OPA policies, a binary of its own; build both with `go build -o bin/ ./cmd/...` and run bin/symbi, or `go build -o %s ./cmd/%s`", Binary, dir, dir, Binary)
+	return "", fmt.Errorf("opa: %w: %s is neither beside symbi (in %s) nor on PATH: it runs symbi's OPA policies, a binary of its own; build both with `go build -o bin/ ./cmd/...` and run bin/symbi, or `go build -o %s ./cmd/%s`", policy.ErrNoOPAEngine, Binary, dir, dir, Binary)
 }
