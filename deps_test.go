@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"internal/hclfmt":  nil,
 	// The executable's code dropped from the process once main starts.
 	"internal/exepages": nil,
+	"internal/sibling":  nil,
 
 	// What a plan needs at run time, beside the plan.
 	"plan/eval": {"plan", "stdlib"},
@@ -65,7 +66,7 @@ var allowed = map[string][]string{
 	"policy/opa": {"plan", "policy"},
 	// The client of the symbi-opa helper and the helper's server loop:
 	// symbi decides Rego through it, without linking OPA.
-	"policy/opaproc":      {"plan", "policy"},
+	"policy/opaproc":      {"internal/sibling", "plan", "policy"},
 	"budget":              {"plan", "provider"},
 	"routing":             {"plan"},
 	"convo":               {"plan", "provider", "stdlib"},
@@ -108,7 +109,7 @@ var allowed = map[string][]string{
 
 	// The REPL core and the command line, over everything.
 	"repl":      {"budget", "builtins", "engine", "internal/hclfmt", "interp", "journal", "journal/render", "plan", "plan/eval", "policy", "stdlib"},
-	"cmd/symbi": {"decisionlog", "engine", "internal/exepages", "internal/hclfmt", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "policy/opaproc", "provider/cassette", "repl", "symbitest", "telemetry", "temporal/contract"},
+	"cmd/symbi": {"decisionlog", "engine", "internal/exepages", "internal/hclfmt", "internal/sibling", "interp", "journal", "journal/render", "lang", "lockfile", "plan", "policy", "policy/opaproc", "provider/cassette", "repl", "symbitest", "telemetry", "temporal/contract"},
 
 	// The Temporal runtime: the workflow runs the engine, never the
 	// compiler; what symbi shares with it (contract) has no SDK. Its own

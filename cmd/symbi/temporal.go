@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/symbi-dev/symbi/engine"
+	"github.com/symbi-dev/symbi/internal/sibling"
 	"github.com/symbi-dev/symbi/interp"
 	"github.com/symbi-dev/symbi/journal"
 	"github.com/symbi-dev/symbi/journal/render"
@@ -90,24 +90,11 @@ func (f *temporalFlags) args() []string {
 // findTemporal is symbi-temporal's path: beside symbi's own executable,
 // then on PATH.
 func findTemporal() (string, error) {
-	var beside string
-	if self, err := os.Executable(); err == nil {
-		if s, err := filepath.EvalSymlinks(self); err == nil {
-			self = s
-		}
-		beside = filepath.Join(filepath.Dir(self), contract.Binary)
-		if st, err := os.Stat(beside); err == nil && !st.IsDir() {
-			return beside, nil
-		}
+	path, dir, ok := sibling.Find(contract.Binary)
+	if !ok {
+		return "", exitWith(exitInvalid, "%s is neither beside symbi (in %s) nor on PATH: it is symbi's Temporal worker and client, a binary of its own; build both with `go build -o bin/ ./cmd/...` and run bin/symbi, or `go build -o %s ./cmd/%s`", contract.Binary, dir, dir, contract.Binary)
 	}
-	if p, err := exec.LookPath(contract.Binary); err == nil {
-		return p, nil
-	}
-	dir := filepath.Dir(beside)
-	if beside == "" {
-		dir = "DIR"
-	}
-	return "", exitWith(exitInvalid, "%s is neither beside symbi (in %s) nor on PATH: it is symbi's Temporal worker and client, a binary of its own; build both with `go build -o bin/ ./cmd/...` and run bin/symbi, or `go build -o %s ./cmd/%s`", contract.Binary, dir, dir, contract.Binary)
+	return path, nil
 }
 
 // workerSettings reads the temporal block of the worker's configuration

@@ -9,11 +9,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
 
+	"github.com/symbi-dev/symbi/internal/sibling"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/policy"
 )
@@ -337,22 +337,9 @@ func deny(format string, args ...any) policy.Decision {
 // Find is the helper's path: beside the running executable (symbi's, after
 // symlinks), then on PATH. The error says how to build it.
 func Find() (string, error) {
-	var beside string
-	if self, err := os.Executable(); err == nil {
-		if s, err := filepath.EvalSymlinks(self); err == nil {
-			self = s
-		}
-		beside = filepath.Join(filepath.Dir(self), Binary)
-		if st, err := os.Stat(beside); err == nil && !st.IsDir() {
-			return beside, nil
-		}
+	path, dir, ok := sibling.Find(Binary)
+	if !ok {
+		return "", fmt.Errorf("opa: %w: %s is neither beside symbi (in %s) nor on PATH: it runs symbi's OPA policies, a binary of its own; build both with `go build -o bin/ ./cmd/...` and run bin/symbi, or `go build -o %s ./cmd/%s`", policy.ErrNoOPAEngine, Binary, dir, dir, Binary)
 	}
-	if p, err := exec.LookPath(Binary); err == nil {
-		return p, nil
-	}
-	dir := filepath.Dir(beside)
-	if beside == "" {
-		dir = "DIR"
-	}
-	return "", fmt.Errorf("opa: %w: %s is neither beside symbi (in %s) nor on PATH: it runs symbi's OPA policies, a binary of its own; build both with `go build -o bin/ ./cmd/...` and run bin/symbi, or `go build -o %s ./cmd/%s`", policy.ErrNoOPAEngine, Binary, dir, dir, Binary)
+	return path, nil
 }
