@@ -131,9 +131,13 @@ func (b *spanBatcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
 // OnEnd encodes a sampled span into the batch being filled.
 func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
-	if !s.SpanContext().IsSampled() {
-		return
+	if s.SpanContext().IsSampled() {
+		b.add(s)
 	}
+}
+
+// add encodes an ended span into the batch being filled.
+func (b *spanBatcher) add(s spanView) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
@@ -165,7 +169,7 @@ func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
 }
 
 // group is the group of s's resource and scope, added when new.
-func (sb *spanBatch) group(s sdktrace.ReadOnlySpan) *spanGroup {
+func (sb *spanBatch) group(s spanView) *spanGroup {
 	res := s.Resource()
 	key := res.Equivalent()
 	scope := s.InstrumentationScope()

@@ -8,7 +8,9 @@
 // It keeps the collector off the run's path: spans and metrics are batched
 // and exported in the background, the batch queue is bounded (it drops,
 // never blocks), and at the end of the process the last export waits only
-// for a collector that has answered (see Telemetry.Shutdown).
+// for a collector that has answered (see Telemetry.Shutdown). With OTLP
+// the only trace exporter, spans are symbi's own implementation of the
+// API (tracer.go), exporting what the SDK's would.
 //
 // The engine emits through the OpenTelemetry API (go.opentelemetry.io/otel/trace
 // and metric), never through the SDK or an exporter: this package is the

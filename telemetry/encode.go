@@ -3,6 +3,7 @@ package telemetry
 import (
 	"errors"
 	"math"
+	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -180,10 +182,30 @@ func appendExportSpans(b []byte, spans []sdktrace.ReadOnlySpan) ([]byte, error) 
 	return e.b, nil
 }
 
+// spanView is what the encoder reads of an ended span: an
+// sdktrace.ReadOnlySpan, or a spanProvider's span.
+type spanView interface {
+	SpanContext() trace.SpanContext
+	Parent() trace.SpanContext
+	Name() string
+	SpanKind() trace.SpanKind
+	StartTime() time.Time
+	EndTime() time.Time
+	Attributes() []attribute.KeyValue
+	DroppedAttributes() int
+	Events() []sdktrace.Event
+	DroppedEvents() int
+	Links() []sdktrace.Link
+	DroppedLinks() int
+	Status() sdktrace.Status
+	Resource() *resource.Resource
+	InstrumentationScope() instrumentation.Scope
+}
+
 // span appends one span as ScopeSpans.spans: the fields spanOf sets, in
 // field-number order, each left out when proto3 leaves it out (empty,
 // zero).
-func (e *encoder) span(s sdktrace.ReadOnlySpan) {
+func (e *encoder) span(s spanView) {
 	m := e.begin(fieldScopeSpansSpans)
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()

@@ -46,7 +46,7 @@ type Telemetry struct {
 
 	cfg    Config
 	opts   Options
-	tp     *sdktrace.TracerProvider
+	tp     tracerProvider
 	mp     *sdkmetric.MeterProvider
 	probes []*probe
 	server *http.Server
@@ -55,6 +55,13 @@ type Telemetry struct {
 
 	exportErrs atomic.Int64
 	firstErr   atomic.Pointer[error]
+}
+
+// tracerProvider is the SDK's TracerProvider or a spanProvider.
+type tracerProvider interface {
+	trace.TracerProvider
+	Shutdown(context.Context) error
+	ForceFlush(context.Context) error
 }
 
 // probe is one exporter's first contact with its collector: an empty
@@ -105,8 +112,10 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Telemetry, error) {
 		return nil, err
 	}
 	if cfg.Traces.On() {
-		var popts []sdktrace.BatchSpanProcessorOption
-		tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler(cfg))}
+		var (
+			batchers []*spanBatcher
+			others   []sdktrace.SpanExporter
+		)
 		for _, name := range cfg.Traces.Exporters {
 			exp, err := t.spanExporter(ctx, name)
 			if err != nil {
@@ -117,12 +126,29 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Telemetry, error) {
 				continue
 			}
 			if se, ok := exp.(*spanExporter); ok {
-				tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(newSpanBatcher(se, cfg.Batch)))
+				batchers = append(batchers, newSpanBatcher(se, cfg.Batch))
 				continue
 			}
-			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp, popts...))
+			others = append(others, exp)
 		}
-		t.tp = sdktrace.NewTracerProvider(tpOpts...)
+		// The OTLP exporter alone, the usual configuration, gets
+		// symbi's spans (tracer.go); anything else the SDK's.
+		var sp *spanProvider
+		if len(batchers) == 1 && len(others) == 0 {
+			sp = newSpanProvider(res, sampler(cfg), sdktrace.NewSpanLimits(), batchers[0])
+		}
+		if sp != nil {
+			t.tp = sp
+		} else {
+			tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler(cfg))}
+			for _, b := range batchers {
+				tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(b))
+			}
+			for _, exp := range others {
+				tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+			}
+			t.tp = sdktrace.NewTracerProvider(tpOpts...)
+		}
 		t.Tracer = t.tp
 	}
 	if cfg.Metrics.On() || opts.MetricsAddr != "" {
