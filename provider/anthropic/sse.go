@@ -37,7 +37,12 @@ type sseReader struct {
 const sseBuffer = 32 << 10
 
 func newSSEReader(body io.Reader, max int) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(body, sseBuffer), max: max}
+	return newSSEReaderSize(body, max, sseBuffer)
+}
+
+// newSSEReaderSize is newSSEReader with a buffer of size bytes (at least 16).
+func newSSEReaderSize(body io.Reader, max, size int) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(body, size), max: max}
 }
 
 // next returns the next event: its name and its data. The data is valid
