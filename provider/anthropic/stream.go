@@ -10,6 +10,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 	}
 	attempts := max(m.cfg.Retry.MaxAttempts, 1)
 	for attempt := 1; ; attempt++ {
+		warnIfThinkingDeprecated(params)
 		resp, delivered, f := m.attempt(ctx, body, onEvent)
 		if f.err == nil {
 			return resp, nil
@@ -248,6 +250,27 @@ func (m *Model) post(ctx context.Context, body []byte) (*http.Response, error) {
 		req.Header.Set("Authorization", "Bearer "+m.cfg.APIKey)
 	}
 	return m.client.Do(req)
+}
+
+// deprecatedThinking are the models for which Anthropic deprecates thinking
+// of type enabled (a budget) in favour of adaptive, as the official SDK
+// v2.17.0 lists them.
+var deprecatedThinking = map[string]bool{
+	"claude-opus-4-6":       true,
+	"claude-mythos-preview": true,
+}
+
+// warnings is where the deprecation warning goes.
+var warnings io.Writer = os.Stderr
+
+// warnIfThinkingDeprecated prints, at each attempt, the warning the SDK
+// printed for a request with thinking enabled to a model that deprecates
+// it.
+func warnIfThinkingDeprecated(params messagesBody) {
+	if params.Thinking == nil || params.Thinking.Type != ThinkingEnabled || !deprecatedThinking[params.Model] {
+		return
+	}
+	fmt.Fprintf(warnings, "Warning: Using Claude with %s and 'thinking.type=enabled' is deprecated. Use 'thinking.type=adaptive' instead which results in better model performance in our testing: https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking\n", params.Model)
 }
 
 // apiVersion is the version of the Messages API the requests are written

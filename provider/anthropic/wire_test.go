@@ -156,3 +156,34 @@ func TestWireBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestThinkingDeprecationWarning: a request with thinking enabled to a
+// model that deprecates it prints the SDK's warning, once an attempt; one
+// with adaptive thinking, or to another model, prints nothing.
+func TestThinkingDeprecationWarning(t *testing.T) {
+	var buf bytes.Buffer
+	saved := warnings
+	warnings = &buf
+	defer func() { warnings = saved }()
+	for _, tc := range []struct {
+		model, thinking string
+		want            int
+	}{
+		{"claude-opus-4-6", ThinkingEnabled, 2},
+		{"claude-opus-4-6", ThinkingAdaptive, 0},
+		{"claude-sonnet-4-5", ThinkingEnabled, 0},
+	} {
+		buf.Reset()
+		ct := &captureTransport{}
+		m, err := New(Config{BaseURL: "http://localhost", Model: tc.model, Thinking: tc.thinking, ThinkingBudget: 2048, Streaming: true,
+			HTTPClient: &http.Client{Transport: ct}, Retry: plan.TransportRetry{MaxAttempts: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Stream(context.Background(), provider.Request{Messages: []provider.Message{{Role: provider.User, Content: "x"}}}, nil)
+		m.Stream(context.Background(), provider.Request{Messages: []provider.Message{{Role: provider.User, Content: "x"}}}, nil)
+		if got := strings.Count(buf.String(), "'thinking.type=enabled' is deprecated"); got != tc.want {
+			t.Errorf("%s with %s: %d warnings, want %d: %q", tc.model, tc.thinking, got, tc.want, buf.String())
+		}
+	}
+}
