@@ -187,3 +187,19 @@ func TestThinkingDeprecationWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaThatIsNotJSON: a tool schema that is not JSON cannot be
+// encoded; the call fails as an invalid request and nothing is sent.
+func TestSchemaThatIsNotJSON(t *testing.T) {
+	ct := &captureTransport{}
+	m, err := New(Config{BaseURL: "http://localhost", Model: "m", Streaming: true, HTTPClient: &http.Client{Transport: ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := provider.Request{Messages: []provider.Message{{Role: provider.User, Content: "x"}},
+		Tools: []provider.ToolSpec{{Name: "t", Parameters: json.RawMessage(`{"type":`)}}}
+	_, err = m.Stream(context.Background(), req, nil)
+	if provider.KindOf(err) != provider.InvalidRequest || len(ct.reqs) != 0 {
+		t.Errorf("err %v after %d requests; want invalid_request before any", err, len(ct.reqs))
+	}
+}
