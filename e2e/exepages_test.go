@@ -102,7 +102,12 @@ agent "a" {
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.cmd.Wait()
 	t.Logf("code resident while the run waits for its model: %d of %d kB (%d %%)", rss, size, 100*rss/size)
-	if rss*2 > size {
-		t.Errorf("%d of the binary's %d kB of code resident while the run waits for its model; want under half: the code package init mapped was not dropped", rss, size)
+	// Measured without the Anthropic SDK (a 10 MB code mapping): 58 %
+	// resident with the drop, 88 % with Trim stubbed out. With the SDK's
+	// 3 MB of code, which only its package init ran, the same run was 45 %
+	// of 13 MB: the code a run uses is about 5.8 MB either way, so the
+	// bound is three quarters of the mapping, between the two.
+	if rss*4 > size*3 {
+		t.Errorf("%d of the binary's %d kB of code resident while the run waits for its model; want under three quarters: the code package init mapped was not dropped", rss, size)
 	}
 }

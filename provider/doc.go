@@ -2,7 +2,7 @@
 // call per turn, with normalised events and typed errors. Implementations
 // live in subpackages: openai (any OpenAI-compatible Chat Completions
 // endpoint, through go-openai), anthropic (Anthropic's Messages API, through
-// the official SDK) and scripted (deterministic offline turns). fakeserver
+// a client of symbi's own) and scripted (deterministic offline turns). fakeserver
 // is a local HTTP server that speaks both wire formats, for tests and
 // benchmarks.
 //

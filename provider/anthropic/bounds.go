@@ -9,11 +9,11 @@ import (
 	"github.com/symbi-dev/symbi/plan"
 )
 
-// A response body is bounded before the SDK reads it, because the SDK holds
-// what it reads without limit: a stream's event whole, every data: line of
-// it (its decoder joins them until the blank line that ends the event, and
-// its line scanner allows 32 MiB a line), and a plain or an error body
-// whole (io.ReadAll).
+// A response body is bounded before it is read, because what is read of it
+// is held: a stream's event whole (the reader joins its data: lines until
+// the blank line that ends it), and a plain or an error body whole
+// (io.ReadAll). The stream's reader bounds an event too (sseReader); this
+// bound, ahead of it, also records on the exchange that the body passed it.
 const (
 	// eventSlack is what one event, or a plain body, may hold beyond twice
 	// max_response_bytes: the JSON and the fields around the text.
@@ -38,7 +38,7 @@ func tooLarge(format string, args ...any) error {
 // bound wraps a response's body in the bound that fits it, and records the
 // wrapped body on ex for drain. An exchange passes its bound once: ex.over
 // remembers it, so the error is classified as response_too_large whatever
-// the SDK makes of the cut-off body.
+// the reader makes of the cut-off body.
 func bound(resp *http.Response, ex *exchange) {
 	switch {
 	case resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest:
@@ -90,9 +90,9 @@ func (b *boundedBody) Close() error { return b.body.Close() }
 // eventBound passes a stream's body on unchanged and counts the bytes of
 // each event: from the end of the last blank line (which ends an event) on.
 // An event longer than max ends the body with an error recorded on ex.
-// Lines end at '\n'; a line of nothing or of a lone '\r' is blank, as the
-// SDK's line scanner reads them. Comments and fields the SDK does not keep
-// count too: no event needs max bytes of them.
+// Lines end at '\n'; a line of nothing or of a lone '\r' is blank, as
+// sseReader reads them. Comments and fields the reader does not keep count
+// too: no event needs max bytes of them.
 type eventBound struct {
 	body io.ReadCloser
 	max  int64

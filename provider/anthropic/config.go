@@ -13,13 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/symbi-dev/symbi/plan"
 	"github.com/symbi-dev/symbi/provider"
 )
 
-// DefaultBaseURL is Anthropic's API. The SDK adds /v1/messages.
+// DefaultBaseURL is Anthropic's API; requests go to its /v1/messages.
 const DefaultBaseURL = plan.DefaultAnthropicBaseURL
 
 // DefaultMaxTokens is the max_tokens sent when neither the request nor the
@@ -85,7 +83,8 @@ type Config struct {
 // Model is a configured endpoint. Safe for concurrent use.
 type Model struct {
 	cfg    Config
-	client sdk.Client
+	client *http.Client
+	url    string // the base URL and /v1/messages
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -96,8 +95,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	// The SDK adds v1/messages; a base URL written the OpenAI way, up to
-	// /v1, would otherwise ask for /v1/v1/messages.
+	// Requests go to /v1/messages under the base URL; one written the
+	// OpenAI way, up to /v1, would otherwise ask for /v1/v1/messages.
 	cfg.BaseURL = strings.TrimSuffix(strings.TrimRight(cfg.BaseURL, "/"), "/v1")
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -135,21 +134,9 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	opts := []option.RequestOption{
-		// symbi reads the key and the base URL from the plan; the SDK must
-		// not add ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, a profile on disk
-		// or custom headers from the environment behind its back.
-		option.WithoutEnvironmentDefaults(),
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithHTTPClient(httpClient(cfg.HTTPClient, cfg.Timeouts.Connect.Std())),
-		// Retries are symbi's (Stream), under the total timeout and only
-		// before any content was delivered.
-		option.WithMaxRetries(0),
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+	// The key and the base URL come from the plan alone: nothing is read
+	// from the environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
+	return &Model{cfg: cfg, client: httpClient(cfg.HTTPClient, cfg.Timeouts.Connect.Std()), url: cfg.BaseURL + "/v1/messages"}, nil
 }
 
 func isLoopback(host string) bool {
@@ -171,7 +158,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// httpClient returns the client the SDK uses: base's settings, a transport
+// httpClient returns the client requests are made with: base's settings, a transport
 // that records what the classification needs from each exchange and bounds
 // its body, and a dialer under the connect timeout.
 func httpClient(base *http.Client, connect time.Duration) *http.Client {
@@ -231,8 +218,8 @@ func (e *connectTimeoutError) Error() string { return "connect timeout: " + e.er
 func (e *connectTimeoutError) Unwrap() error { return e.err }
 
 // exchange is what the recorder saw of one attempt's HTTP exchange; it
-// rides in the request's context because the SDK's errors do not carry all
-// of it.
+// rides in the request's context, which every layer of the transport (the
+// dial too) sees.
 type exchange struct {
 	// set by attempt, for the body's bound
 	stream   bool

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -35,7 +33,7 @@ type failure struct {
 	retryable bool
 }
 
-// classify turns what the SDK or the transport returned into a typed
+// classify turns what the transport, the body or the stream returned into a typed
 // error. ctx is the call's context (with the total timeout), actx the
 // attempt's (with the first-event and idle timers).
 func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) failure {
@@ -48,7 +46,7 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 		return failure{err: ctx.Err()}
 	}
 	if ex.over != nil {
-		// Whatever the SDK made of a body cut off at its bound.
+		// Whatever became of a body cut off at its bound.
 		return failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, ex.over)}
 	}
 	switch cause := context.Cause(actx); {
@@ -61,7 +59,7 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 	if ex.connectTimeout.Load() || errors.As(err, &cte) {
 		return failure{err: m.typed(provider.Timeout, "connect", 0, fmt.Errorf("no connection within %s", m.cfg.Timeouts.Connect))}
 	}
-	var apiErr *sdk.Error
+	var apiErr *apiError
 	if errors.As(err, &apiErr) {
 		return m.fromAPIError(apiErr, ex)
 	}
@@ -69,8 +67,8 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case errors.Is(err, bufio.ErrTooLong):
-		// The SDK's own bound on a line of the stream.
+	case errors.Is(err, errTooLarge):
+		// The stream reader's own bound on an event.
 		return failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, err)}
 	case errors.As(err, &syntaxErr), errors.As(err, &typeErr), errors.Is(err, errMalformed):
 		return failure{err: m.typed(provider.MalformedResponse, "", ex.status, err)}
@@ -83,30 +81,30 @@ func (m *Model) classify(ctx, actx context.Context, err error, ex *exchange) fai
 	case isConnectionError(err):
 		return failure{err: m.typed(provider.TransportFailed, "", ex.status, err), retryable: true}
 	case !ex.sent:
-		// The SDK refused the request before sending it.
+		// The request could not be made (a base URL the HTTP client refuses, say).
 		return failure{err: m.typed(provider.InvalidRequest, "", 0, err)}
 	}
 	return failure{err: m.typed(provider.TransportFailed, "", ex.status, err)}
 }
 
-// errMalformed is a response or event the SDK decoded that does not make a
-// turn (a delta for a block that never started, say).
+// errMalformed is a response or event that does not make a turn (data that
+// is not JSON, a delta for a block that never started, say).
 var errMalformed = errors.New("malformed response")
 
 // fromAPIError classifies an error the API sent: as a response (its
-// status on the wire) or inside a stream ("event: error" after a 200, whose
-// status the SDK reports as 200; it is reported as none, since the error
-// had none of its own). The error's type decides, the status only when
-// the type is unknown, so one error is one kind on both paths.
-func (m *Model) fromAPIError(e *sdk.Error, ex *exchange) failure {
+// status on the wire) or inside a stream ("event: error" after a 200; it is
+// reported with no status, since the error had none of its own). The
+// error's type decides, the status only when the type is unknown, so one
+// error is one kind on both paths.
+func (m *Model) fromAPIError(e *apiError, ex *exchange) failure {
 	status := e.StatusCode
 	if status < http.StatusBadRequest {
 		status = 0
 	}
-	typ := string(e.Type())
+	typ := e.Type
 	msg := e.Message
 	if msg == "" {
-		msg = snippet(e.RawJSON())
+		msg = snippet(e.Raw)
 	}
 	err := errors.New(msg)
 	retryAfter := time.Duration(0)

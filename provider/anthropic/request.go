@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -29,10 +27,10 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 //
 // Mistakes the API would reject anyway are caught here, with a clearer
 // message.
-func (m *Model) messagesRequest(req provider.Request) (sdk.MessageNewParams, error) {
-	out := sdk.MessageNewParams{Model: sdk.Model(m.cfg.Model)}
+func (m *Model) messagesRequest(req provider.Request) (messagesBody, error) {
+	out := messagesBody{Model: m.cfg.Model, Stream: m.cfg.Streaming}
 	if req.Model != "" {
-		out.Model = sdk.Model(req.Model)
+		out.Model = req.Model
 	}
 	maxTokens := m.cfg.MaxTokens
 	if req.MaxOutputTokens > 0 {
@@ -43,7 +41,7 @@ func (m *Model) messagesRequest(req provider.Request) (sdk.MessageNewParams, err
 	i := 0
 	for ; i < len(req.Messages) && req.Messages[i].Role == provider.System; i++ {
 		if req.Messages[i].Content != "" {
-			out.System = append(out.System, sdk.TextBlockParam{Text: req.Messages[i].Content})
+			out.System = append(out.System, textBlock{Text: req.Messages[i].Content, Type: "text"})
 		}
 	}
 	var conv conversation
@@ -56,26 +54,22 @@ func (m *Model) messagesRequest(req provider.Request) (sdk.MessageNewParams, err
 			if msg.ToolCallID == "" {
 				return out, m.typed(provider.InvalidRequest, "", 0, fmt.Errorf("messages[%d]: a tool message needs the tool_call_id it answers", i))
 			}
-			result := &sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
-			if msg.Content != "" {
-				result.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
-			}
-			conv.toolResult(sdk.ContentBlockParamUnion{OfToolResult: result})
+			conv.toolResult(toolResultContent(msg.ToolCallID, msg.Content))
 		case provider.Assistant:
-			var blocks []sdk.ContentBlockParamUnion
+			var blocks []contentBlock
 			for _, t := range msg.Thinking {
 				switch {
 				case t.Redacted != "":
-					blocks = append(blocks, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: t.Redacted}})
+					blocks = append(blocks, redactedThinkingContent(t.Redacted))
 				case t.Signature != "":
-					blocks = append(blocks, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: t.Text, Signature: t.Signature}})
+					blocks = append(blocks, thinkingContent(t.Text, t.Signature))
 				}
 				// Thinking without a signature did not come from the
 				// API, which would refuse it.
 			}
 			blocks = append(blocks, text(msg.Content)...)
 			for _, c := range msg.ToolCalls {
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}})
+				blocks = append(blocks, toolUseContent(c.ID, c.Name, toolInput(c.Arguments)))
 			}
 			conv.assistant(blocks...)
 		default:
@@ -89,29 +83,22 @@ func (m *Model) messagesRequest(req provider.Request) (sdk.MessageNewParams, err
 		if len(bytes.TrimSpace(schema)) == 0 {
 			schema = emptySchema
 		}
-		tool := &sdk.ToolParam{
-			Name: t.Name,
-			// The schema goes on the wire as written.
-			InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(schema)),
-		}
-		if t.Description != "" {
-			tool.Description = sdk.String(t.Description)
-		}
-		out.Tools = append(out.Tools, sdk.ToolUnionParam{OfTool: tool})
+		// The schema goes on the wire as written.
+		out.Tools = append(out.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	forced := false
 	switch tc := req.ToolChoice; {
 	case len(req.Tools) == 0 || tc == "":
 		// With no tools there is nothing to choose: the field is left out.
 	case tc == "auto":
-		out.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{}}
+		out.ToolChoice = &toolChoice{Type: "auto"}
 	case tc == "none":
-		out.ToolChoice = sdk.ToolChoiceUnionParam{OfNone: &sdk.ToolChoiceNoneParam{}}
+		out.ToolChoice = &toolChoice{Type: "none"}
 	case tc == "required":
-		out.ToolChoice = sdk.ToolChoiceUnionParam{OfAny: &sdk.ToolChoiceAnyParam{}}
+		out.ToolChoice = &toolChoice{Type: "any"}
 		forced = true
 	case hasTool(req.Tools, tc):
-		out.ToolChoice = sdk.ToolChoiceUnionParam{OfTool: &sdk.ToolChoiceToolParam{Name: tc}}
+		out.ToolChoice = &toolChoice{Type: "tool", Name: tc}
 		forced = true
 	default:
 		return out, m.typed(provider.InvalidRequest, "tool_choice", 0, fmt.Errorf("tool_choice %q is not auto, required, none or one of the request's tools", tc))
@@ -125,13 +112,13 @@ func (m *Model) messagesRequest(req provider.Request) (sdk.MessageNewParams, err
 	switch budget := min(m.cfg.ThinkingBudget, maxTokens-1); {
 	case forced, conv.toolTurnWithoutThinking():
 	case m.cfg.Thinking == ThinkingAdaptive:
-		out.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
+		out.Thinking = &thinkingParam{Type: "adaptive"}
 	case m.cfg.Thinking == ThinkingEnabled && budget >= MinThinkingBudget:
-		out.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(budget)}}
+		out.Thinking = &thinkingParam{Type: "enabled", BudgetTokens: int64(budget)}
 	}
 	switch m.cfg.PromptCache {
 	case "5m", "1h":
-		out.CacheControl = sdk.CacheControlEphemeralParam{TTL: sdk.CacheControlEphemeralTTL(m.cfg.PromptCache)}
+		out.CacheControl = &cacheControl{Type: "ephemeral", TTL: m.cfg.PromptCache}
 	}
 	// Not sent: the temperature (the Messages API has none since version
 	// 2026-10-21) and the JSON answer mode (structured output needs a
@@ -142,55 +129,49 @@ func (m *Model) messagesRequest(req provider.Request) (sdk.MessageNewParams, err
 
 // conversation builds the messages, merging consecutive ones of a role.
 type conversation struct {
-	msgs []sdk.MessageParam
+	msgs []wireMessage
 }
 
-func (c *conversation) last(role string) *sdk.MessageParam {
-	if n := len(c.msgs); n > 0 {
-		m := &c.msgs[n-1]
-		if (role == "user" && m.OfUser != nil) || (role == "assistant" && m.OfAssistant != nil) {
-			return m
-		}
+func (c *conversation) last(role string) *wireMessage {
+	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == role {
+		return &c.msgs[n-1]
 	}
 	return nil
 }
 
-func (c *conversation) user(blocks ...sdk.ContentBlockParamUnion) {
+func (c *conversation) user(blocks ...contentBlock) {
+	c.add("user", blocks)
+}
+
+func (c *conversation) add(role string, blocks []contentBlock) {
 	if len(blocks) == 0 {
 		return
 	}
-	if m := c.last("user"); m != nil {
-		m.OfUser.Content = append(m.OfUser.Content, blocks...)
+	if m := c.last(role); m != nil {
+		m.Content = append(m.Content, blocks...)
 		return
 	}
-	c.msgs = append(c.msgs, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}})
+	c.msgs = append(c.msgs, wireMessage{Role: role, Content: blocks})
 }
 
 // toolResult adds a result to the user message after the tool calls, ahead
 // of any text already in it: the API wants tool results first.
-func (c *conversation) toolResult(block sdk.ContentBlockParamUnion) {
+func (c *conversation) toolResult(block contentBlock) {
 	m := c.last("user")
 	if m == nil {
 		c.user(block)
 		return
 	}
-	content := m.OfUser.Content
+	content := m.Content
 	at := 0
-	for at < len(content) && content[at].OfToolResult != nil {
+	for at < len(content) && content[at].Type == "tool_result" {
 		at++
 	}
-	m.OfUser.Content = append(content[:at], append([]sdk.ContentBlockParamUnion{block}, content[at:]...)...)
+	m.Content = append(content[:at], append([]contentBlock{block}, content[at:]...)...)
 }
 
-func (c *conversation) assistant(blocks ...sdk.ContentBlockParamUnion) {
-	if len(blocks) == 0 {
-		return
-	}
-	if m := c.last("assistant"); m != nil {
-		m.OfAssistant.Content = append(m.OfAssistant.Content, blocks...)
-		return
-	}
-	c.msgs = append(c.msgs, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
+func (c *conversation) assistant(blocks ...contentBlock) {
+	c.add("assistant", blocks)
 }
 
 // toolTurnWithoutThinking reports whether the last assistant message has
@@ -198,26 +179,26 @@ func (c *conversation) assistant(blocks ...sdk.ContentBlockParamUnion) {
 // there when thinking is on.
 func (c *conversation) toolTurnWithoutThinking() bool {
 	for i := len(c.msgs) - 1; i >= 0; i-- {
-		a := c.msgs[i].OfAssistant
-		if a == nil {
+		a := &c.msgs[i]
+		if a.Role != "assistant" {
 			continue
 		}
 		tools := false
 		for _, b := range a.Content {
-			tools = tools || b.OfToolUse != nil
+			tools = tools || b.Type == "tool_use"
 		}
 		first := a.Content[0]
-		return tools && first.OfThinking == nil && first.OfRedactedThinking == nil
+		return tools && first.Type != "thinking" && first.Type != "redacted_thinking"
 	}
 	return false
 }
 
 // text is s as a text block, or none when s is empty.
-func text(s string) []sdk.ContentBlockParamUnion {
+func text(s string) []contentBlock {
 	if s == "" {
 		return nil
 	}
-	return []sdk.ContentBlockParamUnion{{OfText: &sdk.TextBlockParam{Text: s}}}
+	return []contentBlock{textContent(s)}
 }
 
 // toolInput is a call's arguments as the tool_use input the API wants: the

@@ -1,15 +1,19 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"mime"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/symbi-dev/symbi/provider"
 )
 
@@ -24,6 +28,11 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 	if err != nil {
 		return provider.Response{}, err
 	}
+	body, err := json.Marshal(params)
+	if err != nil {
+		// A tool's schema that is not JSON, say.
+		return provider.Response{}, m.typed(provider.InvalidRequest, "", 0, err)
+	}
 	if total := m.cfg.Timeouts.Total.Std(); total > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, total, errTotalTimeout)
@@ -34,7 +43,8 @@ func (m *Model) Stream(ctx context.Context, req provider.Request, onEvent func(p
 	}
 	attempts := max(m.cfg.Retry.MaxAttempts, 1)
 	for attempt := 1; ; attempt++ {
-		resp, delivered, f := m.attempt(ctx, params, onEvent)
+		warnIfThinkingDeprecated(params)
+		resp, delivered, f := m.attempt(ctx, body, onEvent)
 		if f.err == nil {
 			return resp, nil
 		}
@@ -90,15 +100,9 @@ func fits(ctx context.Context, d time.Duration) bool {
 	return !ok || time.Until(deadline) > d
 }
 
-// plainTimeout is the request timeout handed to the SDK for a plain
-// request, which it otherwise computes from max_tokens and may refuse the
-// request over ("streaming is required"); it is out of reach, since
-// symbi's own timeouts govern the call.
-const plainTimeout = 24 * time.Hour
-
 // attempt makes one HTTP request. delivered reports whether any text or
 // thinking reached onEvent.
-func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEvent func(provider.Event)) (provider.Response, bool, failure) {
+func (m *Model) attempt(ctx context.Context, body []byte, onEvent func(provider.Event)) (provider.Response, bool, failure) {
 	ex := &exchange{stream: m.cfg.Streaming, maxBytes: m.maxResponseBytes()}
 	actx, cancel := context.WithCancelCause(context.WithValue(ctx, exchangeKey{}, ex))
 	defer cancel(nil)
@@ -109,8 +113,20 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 		timer = time.AfterFunc(d, func() { cancel(errFirstEventTimeout) })
 		defer timer.Stop()
 	}
+	resp, err := m.post(actx, body)
+	if err != nil {
+		return provider.Response{}, false, m.classify(ctx, actx, err, ex)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= http.StatusBadRequest {
+		errBody, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return provider.Response{}, false, m.classify(ctx, actx, fmt.Errorf("reading the error response: %w", err), ex)
+		}
+		return provider.Response{}, false, m.fromAPIError(parseAPIError(resp.StatusCode, errBody), ex)
+	}
 	if !m.cfg.Streaming {
-		msg, err := m.client.Messages.New(actx, params, option.WithRequestTimeout(plainTimeout))
+		msg, err := decodeMessage(resp)
 		if err != nil {
 			return provider.Response{}, false, m.classify(ctx, actx, err, ex)
 		}
@@ -149,8 +165,7 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 		return out, out.Content != "", f
 	}
 
-	stream := m.client.Messages.NewStreaming(actx, params)
-	defer stream.Close()
+	events := newSSEReader(resp.Body, int(min(eventLimit(ex.maxBytes), math.MaxInt32)))
 	var (
 		turn      = turnBuilder{max: ex.maxBytes}
 		delivered bool
@@ -163,7 +178,14 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 		idleTimer.Stop()
 		defer idleTimer.Stop()
 	}
-	for stream.Next() {
+	for !turn.stopped {
+		ev, err := nextEvent(events)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return provider.Response{}, delivered, m.classify(ctx, actx, err, ex)
+		}
 		switch {
 		case first && timer != nil:
 			timer.Stop()
@@ -176,7 +198,7 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 		first = false
 		// The idle timer is stopped while onEvent runs: the caller's
 		// handling of a delta is not the server being idle.
-		e := turn.add(stream.Current())
+		e := turn.add(ev)
 		if turn.over() {
 			return provider.Response{}, delivered, failure{err: m.typed(provider.ResponseTooLarge, "", ex.status, turn.overError())}
 		}
@@ -194,15 +216,9 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 				return provider.Response{}, delivered, m.classify(ctx, actx, ctx.Err(), ex)
 			}
 		}
-		if turn.stopped {
-			break
-		}
-		if idleTimer != nil {
+		if idleTimer != nil && !turn.stopped {
 			idleTimer.Reset(idle)
 		}
-	}
-	if err := stream.Err(); err != nil {
-		return provider.Response{}, delivered, m.classify(ctx, actx, err, ex)
 	}
 	if actx.Err() != nil {
 		// A timer fired as the body ended: the cut-off stream is the
@@ -217,6 +233,101 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, onEven
 	drain(ex.body, cancel)
 	out, f := m.finish(turn.response(), ex)
 	return out, delivered, f
+}
+
+// post sends the request body to the Messages API.
+func (m *Model) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	// The headers the official SDK sent, but for its own telemetry
+	// (User-Agent and X-Stainless-*).
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Anthropic-Version", apiVersion)
+	if m.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+m.cfg.APIKey)
+	}
+	return m.client.Do(req)
+}
+
+// deprecatedThinking are the models for which Anthropic deprecates thinking
+// of type enabled (a budget) in favour of adaptive, as the official SDK
+// v2.17.0 lists them.
+var deprecatedThinking = map[string]bool{
+	"claude-opus-4-6":       true,
+	"claude-mythos-preview": true,
+}
+
+// warnings is where the deprecation warning goes.
+var warnings io.Writer = os.Stderr
+
+// warnIfThinkingDeprecated prints, at each attempt, the warning the SDK
+// printed for a request with thinking enabled to a model that deprecates
+// it.
+func warnIfThinkingDeprecated(params messagesBody) {
+	if params.Thinking == nil || params.Thinking.Type != ThinkingEnabled || !deprecatedThinking[params.Model] {
+		return
+	}
+	fmt.Fprintf(warnings, "Warning: Using Claude with %s and 'thinking.type=enabled' is deprecated. Use 'thinking.type=adaptive' instead which results in better model performance in our testing: https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking\n", params.Model)
+}
+
+// apiVersion is the version of the Messages API the requests are written
+// for: the one the official SDK v2.17.0 asked for (no temperature; the
+// top-level cache_control; adaptive thinking).
+const apiVersion = "2026-10-21"
+
+// decodeMessage reads a plain response's body: a JSON message, or nil for a
+// body of null. Only the first JSON value is decoded, as the SDK decoded it.
+func decodeMessage(resp *http.Response) (*message, error) {
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if !strings.Contains(mediaType, "application/json") && !strings.HasSuffix(mediaType, "+json") {
+		return nil, fmt.Errorf("the response's content type is %q, not JSON", resp.Header.Get("Content-Type"))
+	}
+	// The body is read whole (within its bound) before it is decoded: a
+	// body cut short is a transport failure, not malformed JSON, and the
+	// connection goes back to the pool.
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the response: %w", err)
+	}
+	var msg *message
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&msg); err != nil {
+		return nil, fmt.Errorf("decoding the response: %w", err)
+	}
+	return msg, nil
+}
+
+// nextEvent is the stream's next event that has something for the turn:
+// pings, events without a name or without data, and events of types this
+// client does not know (the API may add some) are passed over. An error
+// event is returned as an *apiError with no status, since the error had
+// none of its own. At the body's end it returns io.EOF.
+func nextEvent(events *sseReader) (streamEvent, error) {
+	for {
+		name, data, err := events.next()
+		if err != nil {
+			return streamEvent{}, err
+		}
+		switch name {
+		case "error":
+			return streamEvent{}, parseAPIError(0, data)
+		case "message_start", "message_delta", "message_stop",
+			"content_block_start", "content_block_delta", "content_block_stop":
+		default:
+			// ping, no name, or a type this client does not know.
+			continue
+		}
+		if len(data) == 0 {
+			continue
+		}
+		var ev streamEvent
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return streamEvent{}, fmt.Errorf("%w: event %s: %w", errMalformed, name, err)
+		}
+		return ev, nil
+	}
 }
 
 // drain reads the rest of a finished stream's body, so the connection goes
@@ -282,31 +393,31 @@ func (b *turnBuilder) overError() error {
 }
 
 // add takes one event and returns what of it the caller sees now.
-func (b *turnBuilder) add(ev sdk.MessageStreamEventUnion) provider.Event {
+func (b *turnBuilder) add(ev streamEvent) provider.Event {
 	switch ev.Type {
 	case "message_start":
-		b.id, b.model = ev.Message.ID, string(ev.Message.Model)
-		if ev.Message.JSON.Usage.Valid() {
-			u := ev.Message.Usage
-			b.setUsage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+		if msg := ev.Message; msg != nil {
+			b.id, b.model = msg.ID, msg.Model
+			if u := msg.Usage; u != nil {
+				b.setUsage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+			}
 		}
 	case "message_delta":
-		if ev.Delta.JSON.StopReason.Valid() {
-			b.stop = string(ev.Delta.StopReason)
+		if ev.Delta.StopReason != nil {
+			b.stop = *ev.Delta.StopReason
 		}
-		if ev.JSON.Usage.Valid() {
+		if u := ev.Usage; u != nil {
 			// Each count is the message's total so far; one not sent
 			// keeps what message_start said.
-			u := ev.Usage
 			in, write, read := b.usage.PromptTokens-b.usage.CacheReadTokens-b.usage.CacheWriteTokens, b.usage.CacheWriteTokens, b.usage.CacheReadTokens
-			if u.JSON.InputTokens.Valid() {
-				in = u.InputTokens
+			if u.InputTokens != nil {
+				in = *u.InputTokens
 			}
-			if u.JSON.CacheCreationInputTokens.Valid() {
-				write = u.CacheCreationInputTokens
+			if u.CacheCreationInputTokens != nil {
+				write = *u.CacheCreationInputTokens
 			}
-			if u.JSON.CacheReadInputTokens.Valid() {
-				read = u.CacheReadInputTokens
+			if u.CacheReadInputTokens != nil {
+				read = *u.CacheReadInputTokens
 			}
 			b.setUsage(in, write, read, u.OutputTokens)
 		}
@@ -390,8 +501,8 @@ func (b *turnBuilder) setUsage(input, cacheWrite, cacheRead, output int64) {
 }
 
 // plain builds the turn from a whole (non-streamed) message.
-func (b *turnBuilder) plain(msg *sdk.Message) {
-	b.id, b.model = msg.ID, string(msg.Model)
+func (b *turnBuilder) plain(msg *message) {
+	b.id, b.model = msg.ID, msg.Model
 	for _, cb := range msg.Content {
 		blk := &block{typ: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature, data: cb.Data}
 		b.blocks = append(b.blocks, blk)
@@ -405,9 +516,8 @@ func (b *turnBuilder) plain(msg *sdk.Message) {
 			b.write(blk, string(cb.Input))
 		}
 	}
-	b.stop = string(msg.StopReason)
-	if msg.JSON.Usage.Valid() {
-		u := msg.Usage
+	b.stop = msg.StopReason
+	if u := msg.Usage; u != nil {
 		b.setUsage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
 	}
 }
@@ -439,7 +549,7 @@ func (b *turnBuilder) response() provider.Response {
 // is a turn with neither text nor tool calls.
 func (m *Model) finish(resp provider.Response, ex *exchange) (provider.Response, failure) {
 	switch {
-	case resp.FinishReason == string(sdk.StopReasonRefusal):
+	case resp.FinishReason == "refusal":
 		reason := "the model declined to answer (stop_reason refusal)"
 		if resp.Content != "" {
 			reason = resp.Content
