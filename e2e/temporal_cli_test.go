@@ -155,4 +155,7 @@ func TestTemporalSettingsBlockWorker(t *testing.T) {
 	if got, want := worker(nil, "--temporal", "flag:7233", "--task-queue", "q", "."), "--address flag:7233 --namespace agents worker --task-queue q ."; got != want {
 		t.Errorf("with flags: symbi-temporal got %q, want %q", got, want)
 	}
+	if got, want := worker(nil, "--engine-idle", "90s", "--max-engines", "4", "."), "--address temporal.example:7233 --namespace agents worker --task-queue research --engine-idle 1m30s --max-engines 4 ."; got != want {
+		t.Errorf("with the engine cache's flags: symbi-temporal got %q, want %q", got, want)
+	}
 }

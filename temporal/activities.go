@@ -64,79 +64,85 @@ type Failure struct {
 }
 
 // Activities run on every worker. Each holds one engine per plan and
-// scripts digest it has seen, built from the plan (asked of the workflow,
-// with the scripts' digests, when this worker has not seen it) after the
-// worker's files and scripts passed the run's digests.
+// scripts digest while activities use it (enginecache.go), built from the
+// plan (asked of the workflow, with the scripts' digests, when this worker
+// has none) after the worker's files and scripts passed the run's digests.
 type Activities struct {
 	BaseDir string
 	// Client asks a run's workflow for its plan (PlanQuery).
 	Client client.Client
 	// Models replaces providers (tests): passed to every engine.
 	Models map[string]provider.Model
+	// EngineIdle is how long an engine no activity uses is kept, with the
+	// MCP servers it started (DefaultEngineIdle when zero); MaxEngines
+	// bounds the engines kept (DefaultMaxEngines when zero).
+	EngineIdle time.Duration
+	MaxEngines int
 
-	mu      sync.Mutex
-	engines map[string]*engine.Engine
+	once  sync.Once
+	cache *idleCache[*engine.Engine]
+}
+
+func (a *Activities) engines() *idleCache[*engine.Engine] {
+	a.once.Do(func() { a.cache = newIdleCache[*engine.Engine](a.EngineIdle, a.MaxEngines) })
+	return a.cache
 }
 
 // Close releases every engine's tools.
 func (a *Activities) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var errs []error
-	for _, e := range a.engines {
-		errs = append(errs, e.Close())
-	}
-	a.engines = nil
-	return errors.Join(errs...)
+	return a.engines().close()
 }
 
 // engine returns the engine of the plan with digest d and the scripts
 // with digest sd (contract.ScriptsDigest; empty for a run whose client
-// did not list them), building it once.
-func (a *Activities) engine(ctx context.Context, d, sd string) (*engine.Engine, error) {
+// did not list them), building it when this worker holds none, and the
+// release the activity calls when it is done with it.
+func (a *Activities) engine(ctx context.Context, d, sd string) (*engine.Engine, func(), error) {
 	key := engineKey(d, sd)
-	a.mu.Lock()
-	if e, ok := a.engines[key]; ok {
-		a.mu.Unlock()
-		return e, nil
+	if e, release, ok := a.engines().acquire(key); ok {
+		return e, release, nil
 	}
-	a.mu.Unlock()
 	info := activity.GetInfo(ctx)
 	if a.Client == nil {
-		return nil, errors.New("this worker has no client to ask the run for its plan")
+		return nil, nil, errors.New("this worker has no client to ask the run for its plan")
 	}
 	id, run := info.WorkflowExecution.ID, info.WorkflowExecution.RunID
 	v, err := a.Client.QueryWorkflow(ctx, id, run, contract.PlanQuery)
 	if err != nil {
-		return nil, fmt.Errorf("asking run %s for its plan: %w", id, err)
+		return nil, nil, fmt.Errorf("asking run %s for its plan: %w", id, err)
 	}
 	var b []byte
 	if err := v.Get(&b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if got := seal.Digest(b); got != d {
-		return nil, fmt.Errorf("run %s answered a plan with digest %s, not %s", id, got, d)
+		return nil, nil, fmt.Errorf("run %s answered a plan with digest %s, not %s", id, got, d)
 	}
 	in := contract.Start{Plan: b, PlanDigest: d, ScriptsDigest: sd}
 	if sd != "" {
 		v, err := a.Client.QueryWorkflow(ctx, id, run, contract.ScriptsQuery)
 		if err != nil {
-			return nil, fmt.Errorf("asking run %s for its scripts' digests: %w", id, err)
+			return nil, nil, fmt.Errorf("asking run %s for its scripts' digests: %w", id, err)
 		}
 		if err := v.Get(&in.Scripts); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return a.prepare(in)
+	e, err := a.build(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, release := a.engines().addAcquired(key, e)
+	return e, release, nil
 }
 
 // engineKey keys the engines by plan and scripts.
 func engineKey(d, sd string) string { return d + "+" + sd }
 
-// prepare checks the digests of in (Start.Decode) and this worker's files
-// and scripts against them (Start.Verify), then builds and keeps the
-// engine of its plan.
-func (a *Activities) prepare(in contract.Start) (*engine.Engine, error) {
+// build checks the digests of in (Start.Decode) and this worker's files
+// and scripts against them (Start.Verify), then builds the engine of its
+// plan.
+func (a *Activities) build(in contract.Start) (*engine.Engine, error) {
 	p, err := in.Decode()
 	if err != nil {
 		return nil, err
@@ -146,32 +152,18 @@ func (a *Activities) prepare(in contract.Start) (*engine.Engine, error) {
 	}
 	// A knowledge store is read where it is shipped, by digest: never
 	// written on a worker, and shared by every worker on the machine.
-	e, err := engine.New(p, engine.Options{BaseDir: a.BaseDir, Models: a.Models, ReadOnlyKnowledge: true})
-	if err != nil {
-		return nil, err
-	}
-	key := engineKey(in.PlanDigest, in.ScriptsDigest)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if have, ok := a.engines[key]; ok {
-		e.Close()
-		return have, nil
-	}
-	if a.engines == nil {
-		a.engines = map[string]*engine.Engine{}
-	}
-	a.engines[key] = e
-	return e, nil
+	return engine.New(p, engine.Options{BaseDir: a.BaseDir, Models: a.Models, ReadOnlyKnowledge: true})
 }
 
 // Model is the model activity: one streamed model call. The text streamed
 // so far is the activity's heartbeat, which `symbi run --temporal` reads
 // to show the answer as it arrives; none of it enters the history.
 func (a *Activities) Model(ctx context.Context, in ModelCall) (provider.Response, error) {
-	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	e, release, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
 	if err != nil {
 		return provider.Response{}, err
 	}
+	defer release()
 	var mu sync.Mutex
 	var text strings.Builder
 	beat := func() {
@@ -248,10 +240,11 @@ type modelErrorDetails struct {
 // idempotency key (workflow id / iteration / call id: the same through
 // every retry of this activity).
 func (a *Activities) Tool(ctx context.Context, in ToolCall) (ToolOutcome, error) {
-	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	e, release, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
+	defer release()
 	stop := heartbeats(ctx, func() { activity.RecordHeartbeat(ctx) })
 	defer stop()
 	res, err := e.ExecuteCall(ctx, in.Execution.Agent, in.Execution)
@@ -418,8 +411,12 @@ func (t *toolRunner) execute(ctx context.Context, x builtins.Execution) (builtin
 // Prepare builds the engine of a run's plan on this worker ahead of its
 // activities (a test environment, which has no client to ask the run).
 func (a *Activities) Prepare(in contract.Start) error {
-	_, err := a.prepare(in)
-	return err
+	e, err := a.build(in)
+	if err != nil {
+		return err
+	}
+	a.engines().add(engineKey(in.PlanDigest, in.ScriptsDigest), e)
+	return nil
 }
 
 // ServersCall is the servers activity's input: the agent whose toolbox's
@@ -442,10 +439,11 @@ const ErrDrift = "drift"
 // activity's result, so it is in the history and the workflow's toolbox is
 // the same on every replay.
 func (a *Activities) Servers(ctx context.Context, in ServersCall) ([]builtins.ServerListing, error) {
-	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	e, release, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	stop := heartbeats(ctx, func() { activity.RecordHeartbeat(ctx) })
 	defer stop()
 	ls, err := e.ServerListings(ctx, in.Agent)
@@ -520,10 +518,11 @@ type KnowledgeCall struct {
 // the store (read-only, checked by digest with the plan's other files).
 // Its answer is in the history, so a replay injects the same facts.
 func (a *Activities) Knowledge(ctx context.Context, in KnowledgeCall) ([]knowledge.Scored, error) {
-	e, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
+	e, release, err := a.engine(ctx, in.PlanDigest, in.ScriptsDigest)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	return e.RecallKnowledge(ctx, in.Store, in.Query, in.Limit, in.Threshold)
 }
 

@@ -109,10 +109,14 @@ func TestKnowledgeReadOnlyOnWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := acts.prepare(in)
-	if err != nil {
+	if err := acts.Prepare(in); err != nil {
 		t.Fatal(err)
 	}
+	e, release, ok := acts.engines().acquire(engineKey(in.PlanDigest, in.ScriptsDigest))
+	if !ok {
+		t.Fatal("the prepared engine is not kept")
+	}
+	defer release()
 	got, err := e.RecallKnowledge(context.Background(), "knowledge.facts", "Earth moon", 3, 0)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("recall on the worker: %v %v", got, err)

@@ -21,6 +21,12 @@ type WorkerOptions struct {
 	TaskQueue string
 	// Models replaces providers by model address (tests).
 	Models map[string]provider.Model
+	// EngineIdle is how long the worker keeps the engine of a plan no
+	// activity is using, and the MCP server processes its runs started
+	// (DefaultEngineIdle when zero); MaxEngines bounds the engines kept,
+	// the one idle longest closed first (DefaultMaxEngines when zero).
+	EngineIdle time.Duration
+	MaxEngines int
 }
 
 // Register puts the workflow and the activities on r (a worker, a test
@@ -30,7 +36,7 @@ func Register(r worker.Registry, c client.Client, opts WorkerOptions) *Activitie
 	r.RegisterWorkflowWithOptions(wf.Run, workflowOptions())
 	r.RegisterWorkflowWithOptions(wf.Candidate, workflow.RegisterOptions{Name: contract.CandidateWorkflow})
 	r.RegisterWorkflowWithOptions(wf.Delegation, workflow.RegisterOptions{Name: contract.DelegationWorkflow})
-	acts := &Activities{BaseDir: opts.BaseDir, Client: c, Models: opts.Models}
+	acts := &Activities{BaseDir: opts.BaseDir, Client: c, Models: opts.Models, EngineIdle: opts.EngineIdle, MaxEngines: opts.MaxEngines}
 	r.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: contract.ModelActivity})
 	r.RegisterActivityWithOptions(acts.Tool, activity.RegisterOptions{Name: contract.ToolActivity})
 	r.RegisterActivityWithOptions(acts.Servers, activity.RegisterOptions{Name: contract.ServersActivity})

@@ -120,7 +120,11 @@ func line(w io.Writer, l contract.Line) {
 }
 
 func newWorkerCmd(c *conn) *cobra.Command {
-	var queue string
+	var (
+		queue      string
+		engineIdle time.Duration
+		maxEngines int
+	)
 	cmd := &cobra.Command{
 		Use:   "worker [PATH]",
 		Short: "Run a worker: execute symbi runs from the task queue until interrupted",
@@ -143,7 +147,7 @@ them, and a run whose worker dies goes on on another.`,
 				return err
 			}
 			defer cl.Close()
-			w, acts := temporal.NewWorker(cl, temporal.WorkerOptions{BaseDir: base, TaskQueue: queue})
+			w, acts := temporal.NewWorker(cl, temporal.WorkerOptions{BaseDir: base, TaskQueue: queue, EngineIdle: engineIdle, MaxEngines: maxEngines})
 			defer acts.Close()
 			if err := w.Start(); err != nil {
 				return &exitError{code: exitFailure, msg: err.Error()}
@@ -158,6 +162,8 @@ them, and a run whose worker dies goes on on another.`,
 		},
 	}
 	cmd.Flags().StringVar(&queue, "task-queue", "", "the task queue (default "+contract.DefaultTaskQueue+")")
+	cmd.Flags().DurationVar(&engineIdle, "engine-idle", temporal.DefaultEngineIdle, "how long to keep a plan's engine, and the MCP servers its runs started, once no activity uses it")
+	cmd.Flags().IntVar(&maxEngines, "max-engines", temporal.DefaultMaxEngines, "the most plans' engines to keep; past it the one idle longest is closed")
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,7 +125,11 @@ func workerSettings(cmd *cobra.Command, args []string, f *temporalFlags) error {
 
 // newWorkerCmd is `symbi worker`: symbi-temporal's worker in this process.
 func newWorkerCmd() *cobra.Command {
-	var f temporalFlags
+	var (
+		f          temporalFlags
+		engineIdle time.Duration
+		maxEngines int
+	)
 	cmd := &cobra.Command{
 		Use:   "worker [PATH]",
 		Short: "Run a Temporal worker that executes symbi runs (symbi run --temporal)",
@@ -160,6 +165,12 @@ Example:
 			if f.queue != "" {
 				argv = append(argv, "--task-queue", f.queue)
 			}
+			if cmd.Flags().Changed("engine-idle") {
+				argv = append(argv, "--engine-idle", engineIdle.String())
+			}
+			if cmd.Flags().Changed("max-engines") {
+				argv = append(argv, "--max-engines", strconv.Itoa(maxEngines))
+			}
 			argv = append(argv, args...)
 			return execTemporal(cmd, bin, argv)
 		},
@@ -167,6 +178,8 @@ Example:
 	cmd.Flags().StringVar(&f.address, "temporal", "", "the Temporal service's host:port (default: $TEMPORAL_ADDRESS, else localhost:7233)")
 	cmd.Flags().StringVar(&f.namespace, "namespace", "", "the namespace (default: $TEMPORAL_NAMESPACE, else default)")
 	cmd.Flags().StringVar(&f.queue, "task-queue", "", "the task queue (default "+contract.DefaultTaskQueue+")")
+	cmd.Flags().DurationVar(&engineIdle, "engine-idle", contract.DefaultEngineIdle, "how long the worker keeps a plan's engine, and the MCP servers its runs started, once no activity uses it")
+	cmd.Flags().IntVar(&maxEngines, "max-engines", contract.DefaultMaxEngines, "the most plans' engines the worker keeps; past it the one idle longest is closed")
 	return cmd
 }
 

@@ -63,6 +63,11 @@ const (
 	DefaultTaskQueue = plan.DefaultTaskQueue
 	// Binary is the program symbi runs for everything Temporal.
 	Binary = "symbi-temporal"
+	// DefaultEngineIdle is how long a worker keeps the engine of a plan no
+	// activity uses (`symbi worker --engine-idle`), DefaultMaxEngines the
+	// most engines it keeps (`--max-engines`).
+	DefaultEngineIdle = 10 * time.Minute
+	DefaultMaxEngines = 16
 )
 
 // Start is the workflow's input: the canonical plan (whose Files hold the
