@@ -280,3 +280,55 @@ func TestSpanProviderAllocs(t *testing.T) {
 	}
 	t.Logf("%.1f allocations a span", n)
 }
+
+// TestSpanProviderConcurrent: spans started, changed and ended from many
+// goroutines at once (best-of-N candidates, parallel tool calls), children
+// of one root, all reach the collector once each (run with -race).
+func TestSpanProviderConcurrent(t *testing.T) {
+	res := resource.NewSchemaless(attribute.String("service.name", "symbi"))
+	c := &bodies{}
+	b := newTestBatcher(t, c, Batch{MaxBatch: 64, Delay: time.Hour})
+	own := newSpanProvider(res, sdktrace.ParentBased(sdktrace.AlwaysSample()), sdktrace.NewSpanLimits(), b)
+	tr := own.Tracer("symbi")
+	ctx, root := tr.Start(context.Background(), "invoke_agent a")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				_, s := tr.Start(ctx, "execute_tool calc")
+				s.SetAttributes(attribute.Int("g", g), attribute.Int("i", i))
+				s.AddEvent("ev")
+				root.SetAttributes(attribute.Int("last", i)) // the root, shared
+				s.End()
+				s.SetName("after end") // ignored
+			}
+		}()
+	}
+	wg.Wait()
+	root.End()
+	if err := own.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, body := range c.requests() {
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					if s.Name == "after end" {
+						t.Error("a span renamed after its end")
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n != 8*50+1 {
+		t.Errorf("%d spans exported, want %d", n, 8*50+1)
+	}
+}
