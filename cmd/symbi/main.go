@@ -85,13 +85,9 @@ func flagUsages(fs *pflag.FlagSet) string {
 
 func main() {
 	// Package init mapped most of the binary into the process, 64 KB per
-	// fault, for code no command runs again: let go of it as the command
-	// starts (internal/exepages). On the other core: the command's first
-	// steps do not wait for the page tables to be walked (a one-round run
-	// took 0.92 of the time with the same peak, docs/benchmarks.md), and
-	// a page dropped while the command reads it is read again from the
-	// file, unchanged. Failing to is harmless.
-	go exepages.Trim()
+	// fault, for code no command runs again: let go of it before the
+	// command starts (internal/exepages). Failing to is harmless.
+	_, _ = exepages.Trim()
 	opa := useOPAHelper()
 	code := run(context.Background(), os.Args[1:])
 	_ = opa.Close() // the helper also exits when symbi does, its stdin closed

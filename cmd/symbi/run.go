@@ -613,7 +613,7 @@ func (p *runPrinter) trimAfterStart(ev engine.Event) {
 		return
 	}
 	if p.results++; p.results == 2 {
-		go exepages.Trim() // off the loop's path, as at the start (main)
+		_, _ = exepages.Trim()
 	}
 }
 
