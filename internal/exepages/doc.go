@@ -19,12 +19,6 @@
 // has gone round twice, to let go of what only started the run (the
 // compile, the plan's encoding, building the toolbox).
 //
-// Trim is safe to run while other goroutines run the code it drops: a page
-// dropped while it is read faults back in from the file, unchanged. symbi
-// calls it on a goroutine of its own, since walking and zapping the page
-// tables took about a tenth of a one-round run when the command waited for
-// it (docs/benchmarks.md, "Phase 5").
-//
 // madvise(MADV_RANDOM), which turns off read-ahead for a mapping, does not
 // turn off fault-around (measured on Linux 6.18: the same faults and the
 // same resident size), so the pages are dropped after init instead.
