@@ -165,6 +165,12 @@ var thirdParty = []struct {
 		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
 	{"go.opentelemetry.io/otel/exporters", []string{"telemetry"},
 		append([]string{"engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "repl", "interp", "lang", "plan"}, enginePure...)},
+	// The OTLP message types, and the protobuf runtime they need, are
+	// linked by no command: telemetry writes spans and metrics field by
+	// field with protowire (tests hold both to proto.Marshal), and their
+	// package init was 0.2-0.3 ms of every process (docs/benchmarks.md).
+	{"go.opentelemetry.io/proto/otlp", nil, []string{"cmd/symbi", "telemetry"}},
+	{"google.golang.org/protobuf/proto", nil, []string{"cmd/symbi", "telemetry"}},
 	{"google.golang.org/grpc", nil,
 		append([]string{"cmd/symbi", "repl", "temporal/contract", "telemetry", "engine", "builtins", "provider", "provider/openai", "provider/anthropic", "policy", "journal", "interp", "lang", "plan"}, enginePure...)},
 	{"github.com/prometheus/client_golang", nil,

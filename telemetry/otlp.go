@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // The OTLP exporters here speak the protocol with net/http alone: the
@@ -252,19 +251,4 @@ func field(b []byte, num protowire.Number) []byte {
 		b = b[k:]
 	}
 	return nil
-}
-
-// exportRequest encodes the collector's Export request: each message as
-// its field 1 (resource_spans, resource_metrics).
-func exportRequest[M proto.Message](items []M) ([]byte, error) {
-	var out []byte
-	for _, it := range items {
-		b, err := proto.Marshal(it)
-		if err != nil {
-			return nil, err
-		}
-		out = protowire.AppendTag(out, 1, protowire.BytesType)
-		out = protowire.AppendBytes(out, b)
-	}
-	return out, nil
 }
