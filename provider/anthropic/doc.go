@@ -6,9 +6,10 @@
 // It used the official SDK (github.com/anthropics/anthropic-sdk-go/v2)
 // until the SDK's cost outgrew its use: with what it pulls in (a JSON
 // schema generator, a YAML parser, tidwall's JSON libraries, …) it added
-// 12 MB to the symbi binary (41.6 against 29.5 MB), and its start-up made a
-// one-round run 2.59 times as long as a bare go-openai loop, against 1.85
-// times without it (the target is 2). The provider needs little of it,
+// 12 MB to the symbi binary (41.7 against 29.7 MB), 23 package inits and
+// 2 MiB to every process's peak, and a one-round run took 0.955 of the
+// time without it (docs/benchmarks.md, "Phase 5"), in every process,
+// whether its plan calls Claude or not. The provider needs little of it,
 // and already made every transport decision itself: the SDK's retries and
 // its reading of the environment were turned off. The requests sent are
 // byte for byte the ones the SDK sent (TestWireBodies), with the same
