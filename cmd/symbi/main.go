@@ -51,6 +51,17 @@ PATH is a .hcl file or a directory; a directory is every *.hcl in it, read as
 one configuration. It defaults to the current directory.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			// Package init mapped most of the binary into the process,
+			// 64 KB per fault, for code no command runs again: let go of it
+			// before the command starts (internal/exepages), unless the
+			// command does so itself once under way (run, resume: see
+			// runPrinter.trimAfterStart), so that a short run does not pay
+			// for faulting back in what it uses. Failing to is harmless.
+			if trimOnStart && cmd.Annotations[trimAnnotation] != trimLater {
+				_, _ = exepages.Trim()
+			}
+		},
 	}
 	root.SetUsageFunc(usage)
 	root.AddCommand(
@@ -83,11 +94,19 @@ func flagUsages(fs *pflag.FlagSet) string {
 	return strings.ReplaceAll(fs.FlagUsages(), boolSuffix, strings.Repeat(" ", len(boolSuffix)))
 }
 
+// trimOnStart is set by main: the tests that run commands in their own
+// process do not drop its pages.
+var trimOnStart bool
+
+// trimAnnotation marks, with trimLater, a command that drops the
+// executable's pages itself once under way rather than as it starts.
+const (
+	trimAnnotation = "symbi/exepages"
+	trimLater      = "later"
+)
+
 func main() {
-	// Package init mapped most of the binary into the process, 64 KB per
-	// fault, for code no command runs again: let go of it before the
-	// command starts (internal/exepages). Failing to is harmless.
-	_, _ = exepages.Trim()
+	trimOnStart = true
 	opa := useOPAHelper()
 	code := run(context.Background(), os.Args[1:])
 	_ = opa.Close() // the helper also exits when symbi does, its stdin closed

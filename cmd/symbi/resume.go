@@ -18,9 +18,10 @@ func newResumeCmd() *cobra.Command {
 	var obs observeFlags
 	var approval approverFlags
 	cmd := &cobra.Command{
-		Use:     "resume ID",
-		Example: "  symbi resume 20261202T133000Z-4f3a9c1b\n  symbi resume latest",
-		Short:   "Continue an interrupted run from its journal",
+		Annotations: map[string]string{trimAnnotation: trimLater},
+		Use:         "resume ID",
+		Example:     "  symbi resume 20261202T133000Z-4f3a9c1b\n  symbi resume latest",
+		Short:       "Continue an interrupted run from its journal",
 		Long: `Continue run ID from its last complete iteration: the plan saved with the run
 is loaded (the configuration may have changed since), the conversation is
 rebuilt from the journal, and the run appends to the same journal. An

@@ -15,9 +15,12 @@
 // faults and no CPU time measurable in paired runs (docs/benchmarks.md,
 // "Phase 3").
 //
-// Trim may be called again: `symbi run` calls it once more when the loop
-// has gone round twice, to let go of what only started the run (the
-// compile, the plan's encoding, building the toolbox).
+// When to call it is the command's choice. symbi's commands call Trim as
+// they start, but for `symbi run` and `symbi resume`, which call it once
+// their loop has gone round twice, letting go of what only started the
+// run too (the compile, the plan's encoding, building the toolbox): a
+// one-round run then never trims, which took 0.93-0.95 of its time for a
+// peak of 17.6 MiB against 14.8 (docs/benchmarks.md, "Phase 5").
 //
 // madvise(MADV_RANDOM), which turns off read-ahead for a mapping, does not
 // turn off fault-around (measured on Linux 6.18: the same faults and the
