@@ -265,11 +265,7 @@ func (sb *spanBatch) request() []byte {
 			continue
 		}
 		rs := e.begin(fieldRequestResourceSpans)
-		r := e.begin(fieldResourceSpansResource)
-		if first.res != nil {
-			e.keyValues(fieldResourceAttributes, first.res.Attributes())
-		}
-		e.end(r)
+		e.resource(fieldResourceSpansResource, first.res)
 		for j := i; j < len(sb.groups); j++ {
 			g := &sb.groups[j]
 			if done[j] || g.key != first.key {
@@ -277,11 +273,7 @@ func (sb *spanBatch) request() []byte {
 			}
 			done[j] = true
 			ss := e.begin(fieldResourceSpansScopeSpans)
-			sc := e.begin(fieldScopeSpansScope)
-			e.string(fieldScopeName, g.scope.Name)
-			e.string(fieldScopeVersion, g.scope.Version)
-			e.keyValues(fieldScopeAttributes, g.scope.Attributes.ToSlice())
-			e.end(sc)
+			e.scope(fieldScopeSpansScope, g.scope)
 			for _, c := range g.spans {
 				e.b = append(e.b, c...)
 			}

@@ -149,19 +149,11 @@ func appendExportSpans(b []byte, spans []sdktrace.ReadOnlySpan) ([]byte, error) 
 	e := &encoder{b: b}
 	for _, g := range groups {
 		rs := e.begin(fieldRequestResourceSpans)
-		r := e.begin(fieldResourceSpansResource)
-		if g.res != nil {
-			e.keyValues(fieldResourceAttributes, g.res.Attributes())
-		}
-		e.end(r)
+		e.resource(fieldResourceSpansResource, g.res)
 		for _, sg := range g.scopes {
 			ss := e.begin(fieldResourceSpansScopeSpans)
 			scope := sg.first.InstrumentationScope()
-			sc := e.begin(fieldScopeSpansScope)
-			e.string(fieldScopeName, scope.Name)
-			e.string(fieldScopeVersion, scope.Version)
-			e.keyValues(fieldScopeAttributes, scope.Attributes.ToSlice())
-			e.end(sc)
+			e.scope(fieldScopeSpansScope, scope)
 			// One pass over the batch a group: there are one or two.
 			for _, s := range spans {
 				if s.Resource().Equivalent() == g.key && scopeIdentity(s.InstrumentationScope()) == sg.scope {
@@ -340,6 +332,26 @@ func (e *encoder) anyValue(v attribute.Value) {
 func (e *encoder) arrayItem(v attribute.Value) {
 	m := e.begin(fieldValues)
 	e.anyValue(v)
+	e.end(m)
+}
+
+// resource appends res as the Resource message field num (empty when res
+// is nil), as ResourceSpans and ResourceMetrics hold it.
+func (e *encoder) resource(num protowire.Number, res *resource.Resource) {
+	r := e.begin(num)
+	if res != nil {
+		e.keyValues(fieldResourceAttributes, res.Attributes())
+	}
+	e.end(r)
+}
+
+// scope appends s as the InstrumentationScope message field num, as
+// ScopeSpans and ScopeMetrics hold it.
+func (e *encoder) scope(num protowire.Number, s instrumentation.Scope) {
+	m := e.begin(num)
+	e.string(fieldScopeName, s.Name)
+	e.string(fieldScopeVersion, s.Version)
+	e.keyValues(fieldScopeAttributes, s.Attributes.ToSlice())
 	e.end(m)
 }
 

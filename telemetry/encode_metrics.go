@@ -21,6 +21,8 @@ import (
 // Field numbers of opentelemetry/proto/metrics/v1 (the request's,
 // resource's and scope's are encode.go's).
 const (
+	fieldRequestResourceMetrics = 1 // ExportMetricsServiceRequest.resource_metrics
+
 	fieldResourceMetricsResource = 1
 	fieldResourceMetricsScope    = 2
 	fieldResourceMetricsSchema   = 3
@@ -64,19 +66,11 @@ const (
 func appendExportMetrics(b []byte, rm *metricdata.ResourceMetrics) ([]byte, error) {
 	var errs []error
 	e := &encoder{b: b}
-	rs := e.begin(fieldRequestResourceSpans) // resource_metrics: field 1 too
-	r := e.begin(fieldResourceMetricsResource)
-	if rm.Resource != nil {
-		e.keyValues(fieldResourceAttributes, rm.Resource.Attributes())
-	}
-	e.end(r)
+	rs := e.begin(fieldRequestResourceMetrics)
+	e.resource(fieldResourceMetricsResource, rm.Resource)
 	for _, sm := range rm.ScopeMetrics {
 		ss := e.begin(fieldResourceMetricsScope)
-		sc := e.begin(fieldScopeMetricsScope)
-		e.string(fieldScopeName, sm.Scope.Name)
-		e.string(fieldScopeVersion, sm.Scope.Version)
-		e.keyValues(fieldScopeAttributes, sm.Scope.Attributes.ToSlice())
-		e.end(sc)
+		e.scope(fieldScopeMetricsScope, sm.Scope)
 		for _, m := range sm.Metrics {
 			mark := len(e.b)
 			pm := e.begin(fieldScopeMetricsMetrics)

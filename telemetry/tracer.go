@@ -325,15 +325,21 @@ func (s *span) AddEvent(name string, opts ...trace.EventOption) {
 
 func (s *span) addEvent(name string, opts ...trace.EventOption) {
 	c := trace.NewEventConfig(opts...)
-	e := sdktrace.Event{Name: name, Attributes: c.Attributes(), Time: c.Timestamp()}
-	if limit := s.t.p.limits.AttributePerEventCountLimit; limit == 0 {
-		e.DroppedAttributeCount = len(e.Attributes)
-		e.Attributes = nil
-	} else if limit > 0 && len(e.Attributes) > limit {
-		e.DroppedAttributeCount = len(e.Attributes) - limit
-		e.Attributes = e.Attributes[:limit]
-	}
+	e := sdktrace.Event{Name: name, Time: c.Timestamp()}
+	e.Attributes, e.DroppedAttributeCount = capAttrs(c.Attributes(), s.t.p.limits.AttributePerEventCountLimit)
 	s.events = evict(s.events, e, s.t.p.limits.EventCountLimit, &s.evDropped)
+}
+
+// capAttrs is attrs cut at an event's or a link's attribute limit (none
+// when negative), and how many were cut.
+func capAttrs(attrs []attribute.KeyValue, limit int) ([]attribute.KeyValue, int) {
+	switch {
+	case limit == 0:
+		return nil, len(attrs)
+	case limit > 0 && len(attrs) > limit:
+		return attrs[:limit], len(attrs) - limit
+	}
+	return attrs, 0
 }
 
 // evict appends v to q, or counts it dropped when the limit is 0; at the
@@ -385,14 +391,8 @@ func (s *span) AddLink(link trace.Link) {
 	if !s.end.IsZero() {
 		return
 	}
-	l := sdktrace.Link{SpanContext: link.SpanContext, Attributes: link.Attributes}
-	if limit := s.t.p.limits.AttributePerLinkCountLimit; limit == 0 {
-		l.DroppedAttributeCount = len(l.Attributes)
-		l.Attributes = nil
-	} else if limit > 0 && len(l.Attributes) > limit {
-		l.DroppedAttributeCount = len(l.Attributes) - limit
-		l.Attributes = l.Attributes[:limit]
-	}
+	l := sdktrace.Link{SpanContext: link.SpanContext}
+	l.Attributes, l.DroppedAttributeCount = capAttrs(link.Attributes, s.t.p.limits.AttributePerLinkCountLimit)
 	s.links = evict(s.links, l, s.t.p.limits.LinkCountLimit, &s.lnkDropped)
 }
 
