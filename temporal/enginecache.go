@@ -76,26 +76,14 @@ func (c *idleCache[V]) acquire(key string) (v V, release func(), ok bool) {
 // closed and the one kept is returned. Past max values, those idle
 // longest are closed.
 func (c *idleCache[V]) add(key string, v V) V {
-	c.mu.Lock()
-	if have, ok := c.entries[key]; ok {
-		c.mu.Unlock()
-		v.Close()
-		return have.v
-	}
-	if c.closed {
-		c.mu.Unlock()
-		v.Close()
-		return v
-	}
-	c.entries[key] = &cached[V]{v: v, idleSince: c.now()}
-	victims := c.overLocked()
-	c.scheduleLocked()
-	c.mu.Unlock()
-	closeAll(victims)
-	return v
+	kept, release := c.addAcquired(key, v)
+	release()
+	return kept
 }
 
-// addAcquired is add, then acquire of what add kept.
+// addAcquired keeps v as key's value (or closes it and takes the one
+// kept), in use until the release it returns is called; after close, v
+// is not kept and release closes it.
 func (c *idleCache[V]) addAcquired(key string, v V) (V, func()) {
 	c.mu.Lock()
 	e, ok := c.entries[key]
@@ -117,16 +105,22 @@ func (c *idleCache[V]) addAcquired(key string, v V) (V, func()) {
 	return v, c.releaser(e)
 }
 
+// releaser is the release of one use of e: the last makes e idle, and,
+// past max values, closes those idle longest (e among them, when all
+// others are in use).
 func (c *idleCache[V]) releaser(e *cached[V]) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
-			defer c.mu.Unlock()
+			var victims []V
 			if e.users--; e.users == 0 {
 				e.idleSince = c.now()
+				victims = c.overLocked()
 				c.scheduleLocked()
 			}
+			c.mu.Unlock()
+			closeAll(victims)
 		})
 	}
 }
