@@ -317,15 +317,6 @@ func (e *Engine) planJSON() ([]byte, error) {
 	return e.planBytes, e.planErr
 }
 
-// EncodePlanAhead starts encoding the plan's canonical JSON, which a new
-// run saves beside its journal before the journal's first line, in the
-// background: the encoding (mostly encoding/json's first look at the
-// plan's types, about a fifth of a one-round run's instructions) then
-// overlaps building the run's toolbox, gates and model instead of
-// preceding its first model call. Not for an engine that resumes a run,
-// whose saved plan must be the one it records (usePlanJSON).
-func (e *Engine) EncodePlanAhead() { go e.planJSON() }
-
 // stateKey is the state directory's key, which signs every journal the
 // engine writes.
 func (e *Engine) stateKey() (seal.Key, error) {

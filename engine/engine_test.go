@@ -150,10 +150,9 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
-// TestEncodePlanAhead: a run whose plan was encoded ahead, while it was
-// starting, saves the plan's canonical JSON and records its digest, as a
-// run that encodes it itself does.
-func TestEncodePlanAhead(t *testing.T) {
+// TestRunSavesEncodedPlan: a run saves the plan's canonical JSON beside its
+// journal and records its digest.
+func TestRunSavesEncodedPlan(t *testing.T) {
 	cfg, diags := interp.Compile("../examples/quickstart.hcl", interp.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -163,7 +162,6 @@ func TestEncodePlanAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := newEngine(t, cfg.Plan, cfg.BaseDir, nil)
-	e.EncodePlanAhead()
 	res := mustRun(t, e, "", "What is 6 * 7?", RunOptions{})
 	got, err := os.ReadFile(filepath.Join(journal.RunDir(e.StateDir(), res.RunID), journal.PlanFileName))
 	if err != nil {

@@ -18,8 +18,12 @@
 // the same values for a plan made without the compiler instead of writing
 // their own.
 //
+// Encode's JSON is written by code internal/jsongen generates (json_gen.go)
+// and is what encoding/json would write, byte for byte: regenerate it after
+// changing a type (TestJSONGenIsCurrent says when).
+//
 // This package must not evaluate HCL, read the environment or import any other
-// symbi package: it is the contract between the compiler and everything that
-// consumes plans. Its subpackage plan/eval evaluates the deferred expressions
-// at run time.
+// symbi package but internal/jsonenc, the generated code's runtime: it is the
+// contract between the compiler and everything that consumes plans. Its
+// subpackage plan/eval evaluates the deferred expressions at run time.
 package plan

@@ -394,7 +394,6 @@ func runPlan(cmd *cobra.Command, p *plan.Plan, baseDir string, req runRequest) (
 	if err != nil {
 		return exitWith(exitInvalid, "%v", err)
 	}
-	e.EncodePlanAhead() // a new run: its plan.json, on the other core meanwhile
 	defer func() {
 		// Close waits for the journal's final fsync: a journal that did not
 		// reach the disk is a failure, whatever the run's outcome; a run
