@@ -42,43 +42,82 @@ func reference(p *Plan) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// The types that give their own JSON form (appendJSON) write what
-// encoding/json writes for the values they stand for.
+// The types that give their own JSON form (appendJSON) write what their
+// MarshalJSON methods wrote when they called json.Marshal (HTML escaping
+// on), so that Encode's bytes are the ones plans and golden files already
+// hold. (TestEncodeMatchesEncodingJSON's reference calls the same methods:
+// this is their oracle.)
 func TestMarshalersMatchEncodingJSON(t *testing.T) {
 	marshal := func(v any) string {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(v); err != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		return string(b)
 	}
-	for _, d := range []time.Duration{0, time.Nanosecond, 90 * time.Second, -time.Hour, math.MaxInt64} {
-		got, _ := Duration(d).MarshalJSON()
-		if want := marshal(d.String()); string(got) != want {
-			t.Errorf("Duration(%v) = %s, want %s", d, got, want)
+	// expr is Expr as json.Marshal wrote it, its Range by Range's old
+	// MarshalJSON, json.Marshal(r.String()).
+	type expr struct {
+		Source string `json:"expr"`
+		Range  string `json:"range"`
+	}
+	check := func(t *testing.T, text string, line int) {
+		d := Duration(line) * Duration(time.Millisecond)
+		if got, _ := d.MarshalJSON(); string(got) != marshal(d.String()) {
+			t.Errorf("Duration(%v) = %s, want %s", d, got, marshal(d.String()))
+		}
+		r := Range{Filename: text, Line: line, Column: 7}
+		if got, _ := r.MarshalJSON(); string(got) != marshal(r.String()) {
+			t.Errorf("Range %+v = %s, want %s", r, got, marshal(r.String()))
+		}
+		if got, _ := Lit(text).MarshalJSON(); string(got) != marshal(text) {
+			t.Errorf("Lit(%q) = %s, want %s", text, got, marshal(text))
+		}
+		e := &Expr{Source: text, Range: r}
+		if got, want := marshal(String{Value: "ignored", Deferred: e}), marshal(expr{e.Source, e.Range.String()}); got != want {
+			t.Errorf("deferred String %+v = %s, want %s", e, got, want)
+		}
+		if got, want := marshal(String{Deferred: &Expr{Source: text}}), marshal(expr{Source: text}); got != want {
+			t.Errorf("deferred String without a range = %s, want %s", got, want)
 		}
 	}
-	for _, r := range []Range{{}, {Filename: "a <b>.hcl", Line: 3, Column: 7}, {Filename: "\u2028\xff\"", Line: -1}} {
-		got, _ := r.MarshalJSON()
-		if want := marshal(r.String()); string(got) != want {
-			t.Errorf("Range %+v = %s, want %s", r, got, want)
-		}
+	for i, s := range append(fillStrings, `env("K") < 3 && x > 1`, "a <b>.hcl") {
+		check(t, s, i-3)
 	}
-	for _, s := range []String{{}, Lit("x & \"y\"\n"), {Deferred: &Expr{Source: `env("K")`, Range: Range{Filename: "m.hcl", Line: 1, Column: 2}}}, {Value: "ignored", Deferred: &Expr{}}} {
-		got, _ := s.MarshalJSON()
-		want := marshal(s.Value)
-		if s.Deferred != nil {
-			want = marshal(struct {
-				Source string `json:"expr"`
-				Range  string `json:"range"`
-			}{s.Deferred.Source, s.Deferred.Range.String()})
-		}
-		if string(got) != want {
-			t.Errorf("String %+v = %s, want %s", s, got, want)
-		}
+}
+
+func FuzzMarshalers(f *testing.F) {
+	for i, s := range fillStrings {
+		f.Add(s, i)
 	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		marshal := func(v any) string {
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		type expr struct {
+			Source string `json:"expr"`
+			Range  string `json:"range"`
+		}
+		r := Range{Filename: s, Line: n, Column: -n}
+		if got, _ := r.MarshalJSON(); string(got) != marshal(r.String()) {
+			t.Errorf("Range %+v = %s, want %s", r, got, marshal(r.String()))
+		}
+		if got, _ := Lit(s).MarshalJSON(); string(got) != marshal(s) {
+			t.Errorf("Lit(%q) = %s, want %s", s, got, marshal(s))
+		}
+		e := &Expr{Source: s, Range: r}
+		if got, want := marshal(String{Deferred: e}), marshal(expr{e.Source, e.Range.String()}); got != want {
+			t.Errorf("deferred String %+v = %s, want %s", e, got, want)
+		}
+		d := Duration(n)
+		if got, _ := d.MarshalJSON(); string(got) != marshal(d.String()) {
+			t.Errorf("Duration(%d) = %s, want %s", n, got, marshal(d.String()))
+		}
+	})
 }
 
 // filler sets every exported field of a value from a random source: the

@@ -25,8 +25,10 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 func (d Duration) MarshalJSON() ([]byte, error) { return d.appendJSON(nil) }
 
+// appendJSON writes what json.Marshal(d.String()) does, HTML escaping
+// included, as MarshalJSON always has: a plan's bytes do not change.
 func (d Duration) appendJSON(b []byte) ([]byte, error) {
-	return jsonenc.AppendString(b, time.Duration(d).String()), nil
+	return jsonenc.AppendStringEscapeHTML(b, time.Duration(d).String()), nil
 }
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
@@ -59,7 +61,11 @@ func (r Range) String() string {
 
 func (r Range) MarshalJSON() ([]byte, error) { return r.appendJSON(nil) }
 
-func (r Range) appendJSON(b []byte) ([]byte, error) { return jsonenc.AppendString(b, r.String()), nil }
+// appendJSON writes what json.Marshal(r.String()) does, HTML escaping
+// included, as MarshalJSON always has: a plan's bytes do not change.
+func (r Range) appendJSON(b []byte) ([]byte, error) {
+	return jsonenc.AppendStringEscapeHTML(b, r.String()), nil
+}
 
 func (r *Range) UnmarshalJSON(b []byte) error {
 	var s string
@@ -109,11 +115,19 @@ func (s String) IsZero() bool { return s.Value == "" && s.Deferred == nil }
 
 func (s String) MarshalJSON() ([]byte, error) { return s.appendJSON(nil) }
 
+// appendJSON writes what json.Marshal of the value or of the Expr does,
+// HTML escaping included (where an Expr stands on its own in a plan, its
+// expr is not escaped), as MarshalJSON always has: a plan's bytes do not
+// change.
 func (s String) appendJSON(b []byte) ([]byte, error) {
-	if s.Deferred != nil {
-		return appendJSONExpr(b, s.Deferred)
+	if e := s.Deferred; e != nil {
+		b = append(b, `{"expr":`...)
+		b = jsonenc.AppendStringEscapeHTML(b, e.Source)
+		b = append(b, `,"range":`...)
+		b = jsonenc.AppendStringEscapeHTML(b, e.Range.String())
+		return append(b, '}'), nil
 	}
-	return jsonenc.AppendString(b, s.Value), nil
+	return jsonenc.AppendStringEscapeHTML(b, s.Value), nil
 }
 
 func (s *String) UnmarshalJSON(b []byte) error {

@@ -13,13 +13,20 @@ const hex = "0123456789abcdef"
 
 // AppendString appends s as a JSON string, as encoding/json does with
 // SetEscapeHTML(false): invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029
-// are escaped. (The loop is encoding/json's appendString, Go 1.26.)
-func AppendString(dst []byte, s string) []byte {
+// are escaped.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s, false) }
+
+// AppendStringEscapeHTML is AppendString as json.Marshal writes a string,
+// with <, > and & escaped too (\u003c, \u003e, \u0026).
+func AppendStringEscapeHTML(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+// appendString is encoding/json's appendString (Go 1.26).
+func appendString(dst []byte, s string, escapeHTML bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!escapeHTML || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}
@@ -38,6 +45,7 @@ func AppendString(dst []byte, s string) []byte {
 			case '\t':
 				dst = append(dst, '\\', 't')
 			default:
+				// bytes below 0x20 but for the five above, and <, > and &
 				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
 			}
 			i++

@@ -36,6 +36,13 @@ func FuzzAppendString(f *testing.F) {
 		if got := AppendString([]byte("x"), s); !bytes.Equal(got, append([]byte("x"), want...)) {
 			t.Fatalf("AppendString(%q) = %s, encoding/json %s", s, got[1:], want)
 		}
+		want, err = json.Marshal(s) // HTML escaping on
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendStringEscapeHTML([]byte("x"), s); !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Fatalf("AppendStringEscapeHTML(%q) = %s, json.Marshal %s", s, got[1:], want)
+		}
 	})
 }
 
