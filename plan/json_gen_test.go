@@ -48,6 +48,21 @@ func reference(p *Plan) ([]byte, error) {
 // hold. (TestEncodeMatchesEncodingJSON's reference calls the same methods:
 // this is their oracle.)
 func TestMarshalersMatchEncodingJSON(t *testing.T) {
+	for i, s := range append(fillStrings, `env("K") < 3 && x > 1`, "a <b>.hcl") {
+		checkMarshalers(t, s, i-3)
+	}
+}
+
+func FuzzMarshalers(f *testing.F) {
+	for i, s := range fillStrings {
+		f.Add(s, i)
+	}
+	f.Fuzz(checkMarshalers)
+}
+
+// checkMarshalers compares each marshaler's output, for values made of
+// text and n, with json.Marshal's of the value it stands for.
+func checkMarshalers(t *testing.T, text string, n int) {
 	marshal := func(v any) string {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -61,63 +76,24 @@ func TestMarshalersMatchEncodingJSON(t *testing.T) {
 		Source string `json:"expr"`
 		Range  string `json:"range"`
 	}
-	check := func(t *testing.T, text string, line int) {
-		d := Duration(line) * Duration(time.Millisecond)
-		if got, _ := d.MarshalJSON(); string(got) != marshal(d.String()) {
-			t.Errorf("Duration(%v) = %s, want %s", d, got, marshal(d.String()))
-		}
-		r := Range{Filename: text, Line: line, Column: 7}
-		if got, _ := r.MarshalJSON(); string(got) != marshal(r.String()) {
-			t.Errorf("Range %+v = %s, want %s", r, got, marshal(r.String()))
-		}
-		if got, _ := Lit(text).MarshalJSON(); string(got) != marshal(text) {
-			t.Errorf("Lit(%q) = %s, want %s", text, got, marshal(text))
-		}
-		e := &Expr{Source: text, Range: r}
-		if got, want := marshal(String{Value: "ignored", Deferred: e}), marshal(expr{e.Source, e.Range.String()}); got != want {
-			t.Errorf("deferred String %+v = %s, want %s", e, got, want)
-		}
-		if got, want := marshal(String{Deferred: &Expr{Source: text}}), marshal(expr{Source: text}); got != want {
-			t.Errorf("deferred String without a range = %s, want %s", got, want)
-		}
+	d := Duration(n) * Duration(time.Millisecond)
+	if got, _ := d.MarshalJSON(); string(got) != marshal(d.String()) {
+		t.Errorf("Duration(%v) = %s, want %s", d, got, marshal(d.String()))
 	}
-	for i, s := range append(fillStrings, `env("K") < 3 && x > 1`, "a <b>.hcl") {
-		check(t, s, i-3)
+	r := Range{Filename: text, Line: n, Column: -n}
+	if got, _ := r.MarshalJSON(); string(got) != marshal(r.String()) {
+		t.Errorf("Range %+v = %s, want %s", r, got, marshal(r.String()))
 	}
-}
-
-func FuzzMarshalers(f *testing.F) {
-	for i, s := range fillStrings {
-		f.Add(s, i)
+	if got, _ := Lit(text).MarshalJSON(); string(got) != marshal(text) {
+		t.Errorf("Lit(%q) = %s, want %s", text, got, marshal(text))
 	}
-	f.Fuzz(func(t *testing.T, s string, n int) {
-		marshal := func(v any) string {
-			b, err := json.Marshal(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(b)
-		}
-		type expr struct {
-			Source string `json:"expr"`
-			Range  string `json:"range"`
-		}
-		r := Range{Filename: s, Line: n, Column: -n}
-		if got, _ := r.MarshalJSON(); string(got) != marshal(r.String()) {
-			t.Errorf("Range %+v = %s, want %s", r, got, marshal(r.String()))
-		}
-		if got, _ := Lit(s).MarshalJSON(); string(got) != marshal(s) {
-			t.Errorf("Lit(%q) = %s, want %s", s, got, marshal(s))
-		}
-		e := &Expr{Source: s, Range: r}
-		if got, want := marshal(String{Deferred: e}), marshal(expr{e.Source, e.Range.String()}); got != want {
-			t.Errorf("deferred String %+v = %s, want %s", e, got, want)
-		}
-		d := Duration(n)
-		if got, _ := d.MarshalJSON(); string(got) != marshal(d.String()) {
-			t.Errorf("Duration(%d) = %s, want %s", n, got, marshal(d.String()))
-		}
-	})
+	e := &Expr{Source: text, Range: r}
+	if got, want := marshal(String{Value: "ignored", Deferred: e}), marshal(expr{e.Source, e.Range.String()}); got != want {
+		t.Errorf("deferred String %+v = %s, want %s", e, got, want)
+	}
+	if got, want := marshal(String{Deferred: &Expr{Source: text}}), marshal(expr{Source: text}); got != want {
+		t.Errorf("deferred String without a range = %s, want %s", got, want)
+	}
 }
 
 // filler sets every exported field of a value from a random source: the
